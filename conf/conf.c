@@ -1,0 +1,1869 @@
+/* conf.c: the schema. Walks the YAML tree of conf_yaml.c into a struct conf,
+ * filling defaults, checking types, ranges and references, and resolving
+ * secret references. Every error is reported, then the load fails. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conf-int.h"
+#include "conf.h"
+
+#define CONF_SECRET_FILE_MAX 65536
+#define PATHSZ 128
+
+struct ctx {
+	struct conf *c;
+	struct conf_arena *a;
+	const char *file;
+	struct conf_diag *d;
+	size_t errors;
+};
+
+static void err_at(struct ctx *x, const struct cy_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+err_at(struct ctx *x, const struct cy_node *n, const char *fmt, ...)
+{
+	char msg[900];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	conf_diag_add(x->d, x->file, n ? n->line : 0, n ? n->col : 0, "%s", msg);
+	x->errors++;
+}
+
+static struct conf_pos
+pos_of(const struct cy_node *n)
+{
+	struct conf_pos p = { 0, 0 };
+
+	if (n) {
+		p.line = n->line;
+		p.col = n->col;
+	}
+	return p;
+}
+
+/* ---- names ---- */
+
+const char *
+conf_log_level_name(enum conf_log_level l)
+{
+	static const char *const names[] = { "err", "warn", "info", "debug" };
+
+	return (unsigned)l < 4 ? names[l] : "?";
+}
+
+const char *
+conf_policy_mode_name(enum conf_policy_mode m)
+{
+	return m == CONF_POLICY_REPORT ? "report" : "enforce";
+}
+
+const char *
+conf_backend_name(enum conf_backend b)
+{
+	return b == CONF_BACKEND_VM ? "vm" : "ns";
+}
+
+/* ---- did you mean ---- */
+
+static size_t
+edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t row[64];
+
+	if (la >= 63 || lb >= 63)
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* The closest of `cands` to s, if close enough to be a typo. */
+static const char *
+closest(const char *s, const char *const *cands, size_t n)
+{
+	const char *best = NULL;
+	size_t bestd = SIZE_MAX, limit = strlen(s) / 3;
+
+	if (limit < 2)
+		limit = 2;
+	for (size_t i = 0; i < n; i++) {
+		size_t dist = edit_distance(s, cands[i]);
+
+		if (dist < bestd) {
+			bestd = dist;
+			best = cands[i];
+		}
+	}
+	return bestd <= limit ? best : NULL;
+}
+
+/* " (did you mean 'x'?)" or "". */
+static const char *
+suggest(char *buf, size_t bufsz, const char *s, const char *const *cands, size_t n)
+{
+	const char *best = closest(s, cands, n);
+
+	if (!best)
+		return "";
+	snprintf(buf, bufsz, " (did you mean '%s'?)", best);
+	return buf;
+}
+
+/* ---- node helpers ---- */
+
+static const char *
+kind_name(const struct cy_node *n)
+{
+	switch (n->kind) {
+	case CY_MAP:
+		return "a mapping";
+	case CY_SEQ:
+		return "a list";
+	default:
+		return "a string";
+	}
+}
+
+static bool
+is_null(const struct cy_node *n)
+{
+	return !n || (n->kind == CY_SCALAR && n->plain &&
+		      (n->len == 0 || strcmp(n->str, "~") == 0 || strcmp(n->str, "null") == 0));
+}
+
+/* A short, printable rendition of a (non-secret) scalar for messages. */
+static const char *
+shown(const struct cy_node *n, char *buf, size_t bufsz)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n->len && o + 4 < bufsz; i++) {
+		unsigned char ch = (unsigned char)n->str[i];
+
+		buf[o++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
+		if (i == 40 && n->len > 44) {
+			memcpy(buf + o, "...", 3);
+			o += 3;
+			break;
+		}
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+static struct cy_node *
+map_get(const struct cy_node *m, const char *key)
+{
+	if (!m || m->kind != CY_MAP)
+		return NULL;
+	for (size_t i = 0; i < m->n; i++)
+		if (strcmp(m->items[2 * i]->str, key) == 0)
+			return m->items[2 * i + 1];
+	return NULL;
+}
+
+/* Checks that n is a mapping (or null: all defaults) whose keys are all in
+ * `keys` (NULL-terminated). Returns false if n is unusable. */
+static bool
+expect_map(struct ctx *x, const struct cy_node *n, const char *path,
+	   const char *const *keys)
+{
+	size_t nkeys = 0;
+
+	if (!n || is_null(n))
+		return false;
+	if (n->kind != CY_MAP) {
+		err_at(x, n, "%s: expected a mapping, got %s", path, kind_name(n));
+		return false;
+	}
+	while (keys[nkeys])
+		nkeys++;
+	for (size_t i = 0; i < n->n; i++) {
+		const struct cy_node *k = n->items[2 * i];
+		char sug[96], kb[64];
+		size_t j;
+
+		for (j = 0; j < nkeys; j++)
+			if (strcmp(k->str, keys[j]) == 0)
+				break;
+		if (j == nkeys)
+			err_at(x, k, "unknown key '%s' in %s%s", shown(k, kb, sizeof(kb)),
+			       path, suggest(sug, sizeof(sug), k->str, keys, nkeys));
+	}
+	return true;
+}
+
+static void
+pathf(char *out, const char *base, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void
+pathf(char *out, const char *base, const char *fmt, ...)
+{
+	char tail[PATHSZ];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(tail, sizeof(tail), fmt, ap);
+	va_end(ap);
+	snprintf(out, PATHSZ, "%s%s", base, tail);
+}
+
+/* Returns a scalar's text or NULL (error reported) for a non-scalar. */
+static const struct cy_node *
+scalar(struct ctx *x, const struct cy_node *n, const char *path, const char *want)
+{
+	if (n->kind != CY_SCALAR) {
+		err_at(x, n, "%s: expected %s, got %s", path, want, kind_name(n));
+		return NULL;
+	}
+	if (is_null(n)) {
+		err_at(x, n, "%s: missing value (expected %s)", path, want);
+		return NULL;
+	}
+	return n;
+}
+
+/* A plain string. References are resolved only in secret fields; one here
+ * would silently stay literal, so it is an error. */
+static bool
+get_str(struct ctx *x, const struct cy_node *n, const char *path, char **out)
+{
+	if (!n)
+		return false;
+	if (!scalar(x, n, path, "a string"))
+		return false;
+	if (strstr(n->str, "${")) {
+		err_at(x, n, "%s: ${...} references are resolved only in secret fields "
+		       "(tokens, passwords, keys, credential values)", path);
+		return false;
+	}
+	*out = conf_arena_strndup(x->a, n->str, n->len);
+	return true;
+}
+
+static bool
+parse_u64(const char *s, uint64_t *v)
+{
+	uint64_t acc = 0;
+
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		if (acc > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+			return false;
+		acc = acc * 10 + (uint64_t)(*s - '0');
+	}
+	*v = acc;
+	return true;
+}
+
+static bool
+get_u32(struct ctx *x, const struct cy_node *n, const char *path, uint32_t lo,
+	uint32_t hi, uint32_t *out)
+{
+	char buf[64];
+	uint64_t v;
+
+	if (!n)
+		return false;
+	if (!scalar(x, n, path, "an integer"))
+		return false;
+	if (!n->plain || !parse_u64(n->str, &v)) {
+		bool negative = n->plain && n->str[0] == '-' && parse_u64(n->str + 1, &v);
+
+		if (negative)
+			err_at(x, n, "%s: %s is out of range %u..%u", path,
+			       shown(n, buf, sizeof(buf)), lo, hi);
+		else
+			err_at(x, n, "%s: expected an integer in %u..%u, got '%s'", path,
+			       lo, hi, shown(n, buf, sizeof(buf)));
+		return false;
+	}
+	if (v < lo || v > hi) {
+		err_at(x, n, "%s: %s is out of range %u..%u", path,
+		       shown(n, buf, sizeof(buf)), lo, hi);
+		return false;
+	}
+	*out = (uint32_t)v;
+	return true;
+}
+
+static bool
+get_bool(struct ctx *x, const struct cy_node *n, const char *path, bool *out)
+{
+	char buf[64];
+
+	if (!n)
+		return false;
+	if (!scalar(x, n, path, "true or false"))
+		return false;
+	if (n->plain && strcmp(n->str, "true") == 0) {
+		*out = true;
+		return true;
+	}
+	if (n->plain && strcmp(n->str, "false") == 0) {
+		*out = false;
+		return true;
+	}
+	err_at(x, n, "%s: expected true or false, got '%s'", path, shown(n, buf, sizeof(buf)));
+	return false;
+}
+
+/* One of `names` (NULL-terminated); *out is its index. */
+static bool
+get_enum(struct ctx *x, const struct cy_node *n, const char *path,
+	 const char *const *names, int *out)
+{
+	char buf[64], list[256] = "", sug[96];
+	size_t nn = 0;
+
+	if (!n)
+		return false;
+	while (names[nn])
+		nn++;
+	if (!scalar(x, n, path, "a string"))
+		return false;
+	for (size_t i = 0; i < nn; i++) {
+		if (strcmp(n->str, names[i]) == 0) {
+			*out = (int)i;
+			return true;
+		}
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+			 i ? ", " : "", names[i]);
+	}
+	err_at(x, n, "%s: expected one of %s; got '%s'%s", path, list,
+	       shown(n, buf, sizeof(buf)), suggest(sug, sizeof(sug), n->str, names, nn));
+	return false;
+}
+
+/* Returns the items of a list (NULL and 0 for null/absent). */
+static bool
+get_seq(struct ctx *x, const struct cy_node *n, const char *path, size_t *count)
+{
+	*count = 0;
+	if (!n || is_null(n))
+		return false;
+	if (n->kind != CY_SEQ) {
+		err_at(x, n, "%s: expected a list, got %s", path, kind_name(n));
+		return false;
+	}
+	*count = n->n;
+	return n->n > 0;
+}
+
+/* ---- addresses ---- */
+
+int
+conf_cidr_parse(const char *s, struct conf_cidr *out, char *err, size_t errsz)
+{
+	char addr[INET6_ADDRSTRLEN + 1];
+	const char *slash = strchr(s, '/');
+	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
+	unsigned maxp;
+	uint64_t prefix;
+
+	memset(out, 0, sizeof(*out));
+	if (alen == 0 || alen >= sizeof(addr)) {
+		snprintf(err, errsz, "not an address");
+		return -EINVAL;
+	}
+	memcpy(addr, s, alen);
+	addr[alen] = '\0';
+	if (inet_pton(AF_INET, addr, out->addr) == 1) {
+		out->family = AF_INET;
+		maxp = 32;
+	} else if (inet_pton(AF_INET6, addr, out->addr) == 1) {
+		out->family = AF_INET6;
+		maxp = 128;
+	} else {
+		snprintf(err, errsz, "'%s' is not an IPv4 or IPv6 address", addr);
+		return -EINVAL;
+	}
+	prefix = maxp;
+	if (slash && (!parse_u64(slash + 1, &prefix) || prefix > maxp)) {
+		snprintf(err, errsz, "prefix length must be 0..%u", maxp);
+		return -EINVAL;
+	}
+	out->prefix = (uint8_t)prefix;
+	for (unsigned bit = (unsigned)prefix; bit < maxp; bit++) {
+		if (out->addr[bit / 8] & (0x80 >> (bit % 8))) {
+			snprintf(err, errsz, "host bits are set (the network is ");
+			size_t l = strlen(err);
+			struct conf_cidr net = *out;
+			char txt[INET6_ADDRSTRLEN];
+
+			for (unsigned b = (unsigned)prefix; b < maxp; b++)
+				net.addr[b / 8] &= (uint8_t)~(0x80 >> (b % 8));
+			inet_ntop(out->family, net.addr, txt, sizeof(txt));
+			snprintf(err + l, errsz > l ? errsz - l : 0, "%s/%u)", txt, (unsigned)prefix);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+bool
+conf_cidr_contains(const struct conf_cidr *c, int family, const void *addr)
+{
+	const uint8_t *a = addr;
+	unsigned full = c->prefix / 8, rest = c->prefix % 8;
+
+	if (c->family != family)
+		return false;
+	if (memcmp(c->addr, a, full) != 0)
+		return false;
+	if (rest) {
+		uint8_t mask = (uint8_t)(0xff << (8 - rest));
+
+		if ((c->addr[full] & mask) != (a[full] & mask))
+			return false;
+	}
+	return true;
+}
+
+bool
+conf_cidr_overlap(const struct conf_cidr *a, const struct conf_cidr *b)
+{
+	/* Two aligned ranges overlap iff the wider one contains the other's
+	 * network address. */
+	if (a->family != b->family)
+		return false;
+	return a->prefix <= b->prefix ? conf_cidr_contains(a, b->family, b->addr)
+				      : conf_cidr_contains(b, a->family, a->addr);
+}
+
+static void
+cidr_text(const struct conf_cidr *c, char *buf, size_t bufsz)
+{
+	char txt[INET6_ADDRSTRLEN];
+
+	inet_ntop(c->family, c->addr, txt, sizeof(txt));
+	snprintf(buf, bufsz, "%s/%u", txt, c->prefix);
+}
+
+static bool
+get_cidr(struct ctx *x, const struct cy_node *n, const char *path, struct conf_cidr *out)
+{
+	char err[160], buf[64];
+
+	if (!n || !scalar(x, n, path, "a CIDR"))
+		return false;
+	if (conf_cidr_parse(n->str, out, err, sizeof(err)) < 0) {
+		err_at(x, n, "%s: bad CIDR '%s': %s", path, shown(n, buf, sizeof(buf)), err);
+		return false;
+	}
+	out->pos = pos_of(n);
+	return true;
+}
+
+/* "IP:PORT" or "[IPv6]:PORT"; `off` (or null) leaves it unset. */
+static bool
+get_hostport(struct ctx *x, const struct cy_node *n, const char *path,
+	     struct conf_hostport *out)
+{
+	char host[INET6_ADDRSTRLEN + 1], buf[80];
+	const char *s, *colon, *h;
+	size_t hlen;
+	uint64_t port;
+
+	if (!n)
+		return false;
+	if (is_null(n) || (n->kind == CY_SCALAR && n->plain && strcmp(n->str, "off") == 0)) {
+		memset(out, 0, sizeof(*out));
+		return true;
+	}
+	if (!scalar(x, n, path, "an address ADDRESS:PORT"))
+		return false;
+	s = n->str;
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':')
+			goto bad;
+		h = s + 1;
+		hlen = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || memchr(s, ':', (size_t)(colon - s)))
+			goto bad;
+		h = s;
+		hlen = (size_t)(colon - s);
+	}
+	if (hlen == 0 || hlen >= sizeof(host))
+		goto bad;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if (!parse_u64(colon + 1, &port)) 
+		goto bad;
+	if (port < 1 || port > 65535) {
+		err_at(x, n, "%s: port %s is out of range 1..65535", path, colon + 1);
+		return false;
+	}
+	memset(out, 0, sizeof(*out));
+	if (s[0] == '[') {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&out->addr;
+
+		if (inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1)
+			goto bad;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		out->addrlen = sizeof(*sin6);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&out->addr;
+
+		if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
+			goto bad;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		out->addrlen = sizeof(*sin);
+	}
+	out->host = conf_arena_strndup(x->a, host, hlen);
+	out->port = (uint16_t)port;
+	out->is_ip = true;
+	out->set = true;
+	out->pos = pos_of(n);
+	return true;
+bad:
+	err_at(x, n, "%s: expected IP:PORT or [IPv6]:PORT (or off), got '%s'", path,
+	       shown(n, buf, sizeof(buf)));
+	return false;
+}
+
+/* ---- hosts ---- */
+
+int
+conf_host_check(const char *host, bool wildcard_ok, char *err, size_t errsz)
+{
+	const char *p = host;
+	size_t len = strlen(host), label = 0;
+	unsigned char a6[16];
+
+	if (len == 0) {
+		snprintf(err, errsz, "empty host");
+		return -EINVAL;
+	}
+	if (inet_pton(AF_INET, host, a6) == 1 || inet_pton(AF_INET6, host, a6) == 1)
+		return 0;
+	if (p[0] == '*') {
+		if (p[1] != '.' || p[2] == '\0') {
+			snprintf(err, errsz, "'*' is allowed only as a whole first label ('*.example.com')");
+			return -EINVAL;
+		}
+		if (!wildcard_ok) {
+			snprintf(err, errsz, "wildcards are not allowed here");
+			return -EINVAL;
+		}
+		p += 2;
+	}
+	if (len - (size_t)(p - host) > 253) {
+		snprintf(err, errsz, "longer than 253 bytes");
+		return -EINVAL;
+	}
+	for (const char *q = p;; q++) {
+		unsigned char ch = (unsigned char)*q;
+
+		if (ch == '.' || ch == '\0') {
+			if (label == 0 && !(ch == '\0' && q > p && q[-1] == '.' && q - 1 > p)) {
+				snprintf(err, errsz, "empty label");
+				return -EINVAL;
+			}
+			if (q > p && (q[-1] == '-')) {
+				snprintf(err, errsz, "a label ends with '-'");
+				return -EINVAL;
+			}
+			label = 0;
+			if (ch == '\0')
+				break;
+			continue;
+		}
+		if (ch == '*') {
+			snprintf(err, errsz, "'*' is allowed only as a whole first label ('*.example.com')");
+			return -EINVAL;
+		}
+		if (ch >= 0x80) {
+			snprintf(err, errsz, "non-ASCII name: write internationalised names as punycode (xn--...)");
+			return -EINVAL;
+		}
+		if (!(isalnum(ch) || ch == '-' || ch == '_')) {
+			snprintf(err, errsz, "character '%c' is not allowed in a host name",
+				 isprint(ch) ? ch : '?');
+			return -EINVAL;
+		}
+		if (label == 0 && ch == '-') {
+			snprintf(err, errsz, "a label starts with '-'");
+			return -EINVAL;
+		}
+		if (++label > 63) {
+			snprintf(err, errsz, "a label longer than 63 bytes");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* "host", "*.suffix", either with ":port", or "[v6]:port". */
+static bool
+get_hostpat(struct ctx *x, const struct cy_node *n, const char *path,
+	    bool wildcard_ok, struct conf_hostpat *out)
+{
+	char host[256], err[160], buf[80];
+	const char *s, *colon = NULL;
+	size_t hlen;
+	uint64_t port = 0;
+
+	if (!n || !scalar(x, n, path, "a host pattern"))
+		return false;
+	s = n->str;
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || (close[1] != '\0' && close[1] != ':')) {
+			err_at(x, n, "%s: bad host pattern '%s': unclosed '['", path,
+			       shown(n, buf, sizeof(buf)));
+			return false;
+		}
+		hlen = (size_t)(close - s - 1);
+		if (hlen >= sizeof(host))
+			hlen = sizeof(host) - 1;
+		memcpy(host, s + 1, hlen);
+		if (close[1] == ':')
+			colon = close + 1;
+	} else {
+		const char *first = strchr(s, ':');
+
+		/* A bare IPv6 literal has several colons and no port. */
+		if (first && strchr(first + 1, ':'))
+			first = NULL;
+		colon = first;
+		hlen = colon ? (size_t)(colon - s) : n->len;
+		if (hlen >= sizeof(host)) {
+			err_at(x, n, "%s: bad host pattern: longer than 253 bytes", path);
+			return false;
+		}
+		memcpy(host, s, hlen);
+	}
+	host[hlen] = '\0';
+	if (colon && (!parse_u64(colon + 1, &port) || port < 1 || port > 65535)) {
+		err_at(x, n, "%s: bad host pattern '%s': port must be 1..65535", path,
+		       shown(n, buf, sizeof(buf)));
+		return false;
+	}
+	/* One trailing dot is the root: "example.com." is "example.com". */
+	if (hlen > 1 && host[hlen - 1] == '.' && host[hlen - 2] != '.')
+		host[--hlen] = '\0';
+	if (conf_host_check(host, wildcard_ok, err, sizeof(err)) < 0) {
+		err_at(x, n, "%s: bad host pattern '%s': %s", path, shown(n, buf, sizeof(buf)), err);
+		return false;
+	}
+	for (size_t i = 0; i < hlen; i++)
+		host[i] = (char)tolower((unsigned char)host[i]);
+	out->wildcard = host[0] == '*';
+	out->host = conf_arena_strndup(x->a, host + (out->wildcard ? 2 : 0),
+				       hlen - (out->wildcard ? 2 : 0));
+	out->port = (uint16_t)port;
+	out->pos = pos_of(n);
+	return true;
+}
+
+static void
+get_hostpats(struct ctx *x, const struct cy_node *n, const char *path,
+	     struct conf_hostpats *out)
+{
+	char p[PATHSZ];
+	size_t cnt;
+
+	out->v = NULL;
+	out->n = 0;
+	if (!get_seq(x, n, path, &cnt))
+		return;
+	out->v = conf_arena_alloc(x->a, cnt * sizeof(*out->v));
+	for (size_t i = 0; i < cnt; i++) {
+		pathf(p, path, "[%zu]", i);
+		if (get_hostpat(x, n->items[i], p, true, &out->v[out->n]))
+			out->n++;
+	}
+}
+
+/* ---- secrets ---- */
+
+/* Resolves ${env:NAME} and ${file:PATH} in n's text; "$${" is a literal
+ * "${". Errors name the reference, never the resolved value. */
+static bool
+get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf_secret *out)
+{
+	const char *s;
+	char *val = NULL;
+	size_t vlen = 0, vcap = 0;
+	bool ok = true;
+
+	if (!n)
+		return false;
+	if (n->kind != CY_SCALAR) {
+		err_at(x, n, "%s: expected a string, got %s", path, kind_name(n));
+		return false;
+	}
+	if (is_null(n)) {
+		err_at(x, n, "%s: missing value (expected a string)", path);
+		return false;
+	}
+	s = n->str;
+	for (size_t i = 0; i < n->len && ok;) {
+		const char *add = s + i;
+		size_t addlen = 1;
+		char *fbuf = NULL;
+
+		if (s[i] == '$' && s[i + 1] == '$' && s[i + 2] == '{') {
+			add = "${";
+			addlen = 2;
+			i += 3;
+		} else if (s[i] == '$' && s[i + 1] == '{') {
+			const char *end = strchr(s + i, '}');
+			const char *ref = s + i + 2;
+
+			if (!end) {
+				err_at(x, n, "%s: unterminated ${ reference", path);
+				ok = false;
+				break;
+			}
+			if (strncmp(ref, "env:", 4) == 0) {
+				char name[256];
+				size_t nl = (size_t)(end - ref - 4);
+				const char *v;
+
+				if (nl == 0 || nl >= sizeof(name)) {
+					err_at(x, n, "%s: bad ${env:NAME} reference", path);
+					ok = false;
+					break;
+				}
+				memcpy(name, ref + 4, nl);
+				name[nl] = '\0';
+				for (size_t k = 0; k < nl; k++) {
+					if (!(isalnum((unsigned char)name[k]) || name[k] == '_') ||
+					    (k == 0 && isdigit((unsigned char)name[k]))) {
+						err_at(x, n, "%s: bad environment variable name in ${env:...}", path);
+						ok = false;
+						break;
+					}
+				}
+				if (!ok)
+					break;
+				v = getenv(name);
+				if (!v) {
+					err_at(x, n, "%s: environment variable %s is not set", path, name);
+					ok = false;
+					break;
+				}
+				add = v;
+				addlen = strlen(v);
+			} else if (strncmp(ref, "file:", 5) == 0) {
+				char fpath[PATH_MAX];
+				size_t pl = (size_t)(end - ref - 5);
+				ssize_t r;
+				int fd;
+
+				if (pl == 0 || pl >= sizeof(fpath)) {
+					err_at(x, n, "%s: bad ${file:PATH} reference", path);
+					ok = false;
+					break;
+				}
+				memcpy(fpath, ref + 5, pl);
+				fpath[pl] = '\0';
+				fd = open(fpath, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+				if (fd < 0) {
+					err_at(x, n, "%s: cannot read secret file %s: %s", path, fpath,
+					       strerror(errno));
+					ok = false;
+					break;
+				}
+				fbuf = malloc(CONF_SECRET_FILE_MAX + 1);
+				if (!fbuf)
+					abort();
+				addlen = 0;
+				while ((r = read(fd, fbuf + addlen, CONF_SECRET_FILE_MAX + 1 - addlen)) > 0)
+					addlen += (size_t)r;
+				if (r < 0 || addlen > CONF_SECRET_FILE_MAX) {
+					err_at(x, n, "%s: cannot read secret file %s: %s", path, fpath,
+					       r < 0 ? strerror(errno) : "larger than 64 KiB");
+					close(fd);
+					explicit_bzero(fbuf, CONF_SECRET_FILE_MAX + 1);
+					free(fbuf);
+					ok = false;
+					break;
+				}
+				close(fd);
+				/* Files written by editors and `echo` end in a
+				 * newline that is not part of the secret. */
+				if (addlen && fbuf[addlen - 1] == '\n')
+					addlen--;
+				if (addlen && fbuf[addlen - 1] == '\r')
+					addlen--;
+				add = fbuf;
+			} else {
+				err_at(x, n, "%s: unknown reference: use ${env:NAME} or ${file:PATH}", path);
+				ok = false;
+				break;
+			}
+			i = (size_t)(end - s) + 1;
+		} else {
+			i++;
+		}
+		if (vlen + addlen + 1 > vcap) {
+			size_t cap = (vlen + addlen + 1) * 2;
+			char *nv = malloc(cap);
+
+			if (!nv)
+				abort();
+			if (val) {
+				memcpy(nv, val, vlen);
+				explicit_bzero(val, vcap);
+				free(val);
+			}
+			val = nv;
+			vcap = cap;
+		}
+		memcpy(val + vlen, add, addlen);
+		vlen += addlen;
+		if (fbuf) {
+			explicit_bzero(fbuf, CONF_SECRET_FILE_MAX + 1);
+			free(fbuf);
+		}
+	}
+	if (ok && (vlen == 0 || memchr(val, '\0', vlen))) {
+		err_at(x, n, "%s: the secret is %s", path, vlen ? "holding a NUL byte" : "empty");
+		ok = false;
+	}
+	if (ok && memchr(val, '\n', vlen)) {
+		err_at(x, n, "%s: the secret holds a line break", path);
+		ok = false;
+	}
+	if (ok) {
+		out->value = conf_arena_strndup(x->a, val, vlen);
+		out->len = vlen;
+		out->ref = conf_arena_strndup(x->a, n->str, n->len);
+		out->pos = pos_of(n);
+	}
+	if (val) {
+		explicit_bzero(val, vcap);
+		free(val);
+	}
+	return ok;
+}
+
+/* ---- names of things ---- */
+
+/* Names of lanes, policies, pools, tenants, clients: they appear in interface
+ * names, metrics labels and URLs. */
+static bool
+get_name(struct ctx *x, const struct cy_node *item, const char *path, char **out)
+{
+	const struct cy_node *n = map_get(item, "name");
+	char buf[64];
+
+	if (!n) {
+		err_at(x, item, "%s: missing required key 'name'", path);
+		return false;
+	}
+	if (!get_str(x, n, path, out))
+		return false;
+	if (n->len > 32) {
+		err_at(x, n, "%s.name: longer than 32 characters", path);
+		return false;
+	}
+	for (size_t i = 0; i < n->len; i++) {
+		unsigned char ch = (unsigned char)n->str[i];
+
+		if (!(islower(ch) || isdigit(ch) || ch == '-' || ch == '_') ||
+		    (i == 0 && !islower(ch) && !isdigit(ch))) {
+			err_at(x, n, "%s.name: '%s' is not a name: use a-z, 0-9, '-' and '_', "
+			       "starting with a letter or digit", path, shown(n, buf, sizeof(buf)));
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Reports a duplicate among `count` names at `stride` bytes apart. */
+static void
+check_unique(struct ctx *x, const struct cy_node *seq, const char *what, const char *path,
+	     const void *base, size_t count, size_t stride, size_t name_off)
+{
+	for (size_t i = 0; i < count; i++) {
+		const char *ni = *(char *const *)((const char *)base + i * stride + name_off);
+
+		if (!ni)
+			continue;
+		for (size_t j = 0; j < i; j++) {
+			const char *nj = *(char *const *)((const char *)base + j * stride + name_off);
+			const struct cy_node *first, *dup;
+
+			if (!nj || strcmp(ni, nj) != 0)
+				continue;
+			first = map_get(seq->items[j], "name");
+			dup = map_get(seq->items[i], "name");
+			err_at(x, dup, "%s[%zu].name: duplicate %s name '%s' (first at %u:%u)",
+			       path, i, what, ni, first->line, first->col);
+			break;
+		}
+	}
+}
+
+/* Looks `name` up among count names; reports an undefined reference. */
+static bool
+resolve_ref(struct ctx *x, const struct cy_node *n, const char *path, const char *what,
+	    const char *name, const void *base, size_t count, size_t stride,
+	    size_t name_off, size_t *idx)
+{
+	const char *cands[256];
+	size_t nc = 0;
+	char sug[96];
+
+	for (size_t i = 0; i < count; i++) {
+		const char *ni = *(char *const *)((const char *)base + i * stride + name_off);
+
+		if (ni && strcmp(ni, name) == 0) {
+			*idx = i;
+			return true;
+		}
+		if (ni && nc < 256)
+			cands[nc++] = ni;
+	}
+	err_at(x, n, "%s: no %s named '%s'%s", path, what, name,
+	       suggest(sug, sizeof(sug), name, cands, nc));
+	return false;
+}
+
+/* ---- sections ---- */
+
+static void
+load_daemon(struct ctx *x, const struct cy_node *n)
+{
+	static const char *const keys[] = { "data_dir", "fleet_netns", "log", NULL };
+	static const char *const lkeys[] = { "level", "format", NULL };
+	static const char *const levels[] = { "err", "warn", "info", "debug", NULL };
+	static const char *const formats[] = { "text", "json", NULL };
+	struct conf_daemon *dm = &x->c->daemon;
+	const struct cy_node *log;
+	int v;
+
+	if (!expect_map(x, n, "daemon", keys))
+		return;
+	if (get_str(x, map_get(n, "data_dir"), "daemon.data_dir", &dm->data_dir) &&
+	    dm->data_dir[0] != '/')
+		err_at(x, map_get(n, "data_dir"), "daemon.data_dir: must be an absolute path");
+	if (get_str(x, map_get(n, "fleet_netns"), "daemon.fleet_netns", &dm->fleet_netns)) {
+		const struct cy_node *f = map_get(n, "fleet_netns");
+
+		if (f->len > 64 || strchr(dm->fleet_netns, '/') || dm->fleet_netns[0] == '.')
+			err_at(x, f, "daemon.fleet_netns: not a namespace name (no '/', no leading '.', at most 64 bytes)");
+	}
+	log = map_get(n, "log");
+	if (expect_map(x, log, "daemon.log", lkeys)) {
+		if (get_enum(x, map_get(log, "level"), "daemon.log.level", levels, &v))
+			dm->log_level = (enum conf_log_level)v;
+		if (get_enum(x, map_get(log, "format"), "daemon.log.format", formats, &v))
+			dm->log_format = (enum conf_log_format)v;
+	}
+}
+
+static void
+load_api(struct ctx *x, const struct cy_node *n)
+{
+	static const char *const keys[] = { "listen", "socket", "operator_token", NULL };
+	struct conf_api *api = &x->c->api;
+	const struct cy_node *s;
+
+	if (!expect_map(x, n, "api", keys))
+		return;
+	get_hostport(x, map_get(n, "listen"), "api.listen", &api->listen);
+	s = map_get(n, "socket");
+	if (s && s->kind == CY_SCALAR && s->plain && strcmp(s->str, "off") == 0)
+		api->socket = NULL;
+	else if (get_str(x, s, "api.socket", &api->socket) && api->socket[0] != '/')
+		err_at(x, s, "api.socket: must be an absolute path (or off)");
+	if (api->socket && strlen(api->socket) > 107)
+		err_at(x, s, "api.socket: longer than a unix socket path may be (107 bytes)");
+	get_secret(x, map_get(n, "operator_token"), "api.operator_token", &api->operator_token);
+}
+
+static void
+load_client(struct ctx *x, const struct cy_node *n, const char *path, struct conf_client *cl)
+{
+	static const char *const keys[] = { "name", "match", "policy", NULL };
+	static const char *const mkeys[] = { "source", "user", "password", NULL };
+	const struct cy_node *m, *src, *user, *pw, *pol;
+	char p[PATHSZ];
+
+	if (!expect_map(x, n, path, keys)) {
+		if (is_null(n))
+			err_at(x, n, "%s: expected a mapping, got nothing", path);
+		return;
+	}
+	cl->pos = pos_of(n);
+	get_name(x, n, path, &cl->name);
+	pol = map_get(n, "policy");
+	if (!pol)
+		err_at(x, n, "%s: missing required key 'policy'", path);
+	else
+		get_str(x, pol, (pathf(p, path, ".policy"), p), &cl->policy);
+	m = map_get(n, "match");
+	pathf(p, path, ".match");
+	if (!m) {
+		err_at(x, n, "%s: missing required key 'match'", path);
+		return;
+	}
+	if (!expect_map(x, m, p, mkeys)) {
+		if (is_null(m))
+			err_at(x, m, "%s: empty: give source, or user and password", p);
+		return;
+	}
+	src = map_get(m, "source");
+	user = map_get(m, "user");
+	pw = map_get(m, "password");
+	if (src && (user || pw)) {
+		err_at(x, m, "%s: give either source, or user and password, not both", p);
+		return;
+	}
+	if (src) {
+		cl->match = CONF_MATCH_SOURCE;
+		get_cidr(x, src, (pathf(p, path, ".match.source"), p), &cl->source);
+	} else if (user || pw) {
+		cl->match = CONF_MATCH_USER;
+		if (!user || !pw) {
+			err_at(x, m, "%s: user and password go together", p);
+			return;
+		}
+		if (get_str(x, user, (pathf(p, path, ".match.user"), p), &cl->user) &&
+		    (strchr(cl->user, ':') || user->len > 255))
+			err_at(x, user, "%s: a user name holds no ':' and is at most 255 bytes", p);
+		get_secret(x, pw, (pathf(p, path, ".match.password"), p), &cl->password);
+	} else {
+		err_at(x, m, "%s: empty: give source, or user and password", p);
+	}
+}
+
+static void
+load_dns(struct ctx *x, const struct cy_node *n)
+{
+	static const char *const keys[] = { "servers", "timeout_ms", "attempts", "cache_size", NULL };
+	struct conf_gateway *g = &x->c->gateway;
+	const struct cy_node *sv;
+	size_t cnt;
+
+	if (!expect_map(x, n, "gateway.dns", keys))
+		return;
+	get_u32(x, map_get(n, "timeout_ms"), "gateway.dns.timeout_ms", 100, 60000, &g->dns_timeout_ms);
+	get_u32(x, map_get(n, "attempts"), "gateway.dns.attempts", 1, 10, &g->dns_attempts);
+	get_u32(x, map_get(n, "cache_size"), "gateway.dns.cache_size", 0, 1000000, &g->dns_cache_size);
+	sv = map_get(n, "servers");
+	if (!sv)
+		return;
+	if (!get_seq(x, sv, "gateway.dns.servers", &cnt)) {
+		if (sv->kind == CY_SEQ || is_null(sv))
+			err_at(x, sv, "gateway.dns.servers: empty: give 'system' or addresses");
+		return;
+	}
+	g->dns_servers = conf_arena_alloc(x->a, cnt * sizeof(*g->dns_servers));
+	g->ndns_servers = 0;
+	for (size_t i = 0; i < cnt; i++) {
+		const struct cy_node *it = sv->items[i];
+		struct conf_dns_server *ds = &g->dns_servers[g->ndns_servers];
+		char p[PATHSZ], buf[80];
+
+		pathf(p, "gateway.dns.servers", "[%zu]", i);
+		if (!scalar(x, it, p, "'system' or an address"))
+			continue;
+		ds->pos = pos_of(it);
+		if (strcmp(it->str, "system") == 0) {
+			ds->kind = CONF_DNS_SYSTEM;
+			g->ndns_servers++;
+			continue;
+		}
+		ds->kind = CONF_DNS_ADDR;
+		/* A bare address means port 53. */
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ds->addr;
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ds->addr;
+
+		if (inet_pton(AF_INET, it->str, &sin->sin_addr) == 1) {
+			sin->sin_family = AF_INET;
+			sin->sin_port = htons(53);
+			ds->addrlen = sizeof(*sin);
+		} else if (inet_pton(AF_INET6, it->str, &sin6->sin6_addr) == 1) {
+			sin6->sin6_family = AF_INET6;
+			sin6->sin6_port = htons(53);
+			ds->addrlen = sizeof(*sin6);
+		} else {
+			struct conf_hostport hp;
+			size_t before = x->errors;
+
+			if (!get_hostport(x, it, p, &hp)) {
+				if (x->errors == before)
+					err_at(x, it, "%s: expected 'system', IP or IP:PORT, got '%s'", p,
+					       shown(it, buf, sizeof(buf)));
+				continue;
+			}
+			memcpy(&ds->addr, &hp.addr, sizeof(hp.addr));
+			ds->addrlen = hp.addrlen;
+		}
+		g->ndns_servers++;
+	}
+}
+
+static void
+load_gateway(struct ctx *x, const struct cy_node *n)
+{
+	static const char *const keys[] = { "workers", "listen", "clients", "dns", "limits",
+					    "access_log", NULL };
+	static const char *const lkeys[] = { "forward", "socks", NULL };
+	static const char *const limkeys[] = { "max_connections", "max_header_bytes",
+					       "connect_timeout_ms", "idle_timeout_ms", NULL };
+	struct conf_gateway *g = &x->c->gateway;
+	const struct cy_node *w, *l, *lim, *cl, *al;
+	size_t cnt;
+
+	if (!expect_map(x, n, "gateway", keys))
+		return;
+	w = map_get(n, "workers");
+	if (w && !(w->kind == CY_SCALAR && w->plain && strcmp(w->str, "auto") == 0)) {
+		if (w->kind == CY_SCALAR && w->plain && !isdigit((unsigned char)w->str[0]) &&
+		    w->str[0] != '-') {
+			char buf[64];
+
+			err_at(x, w, "gateway.workers: expected auto or an integer in 1..256, got '%s'",
+			       shown(w, buf, sizeof(buf)));
+		} else {
+			get_u32(x, w, "gateway.workers", 1, 256, &g->workers);
+		}
+	}
+	l = map_get(n, "listen");
+	if (l && is_null(l)) {
+		memset(&g->listen_forward, 0, sizeof(g->listen_forward));
+		memset(&g->listen_socks, 0, sizeof(g->listen_socks));
+	} else if (expect_map(x, l, "gateway.listen", lkeys)) {
+		get_hostport(x, map_get(l, "forward"), "gateway.listen.forward", &g->listen_forward);
+		get_hostport(x, map_get(l, "socks"), "gateway.listen.socks", &g->listen_socks);
+		if (g->listen_forward.set && g->listen_socks.set &&
+		    g->listen_forward.port == g->listen_socks.port &&
+		    g->listen_forward.addrlen == g->listen_socks.addrlen &&
+		    memcmp(&g->listen_forward.addr, &g->listen_socks.addr, g->listen_forward.addrlen) == 0)
+			err_at(x, map_get(l, "socks"), "gateway.listen.socks: the same address as gateway.listen.forward");
+	}
+	load_dns(x, map_get(n, "dns"));
+	lim = map_get(n, "limits");
+	if (expect_map(x, lim, "gateway.limits", limkeys)) {
+		get_u32(x, map_get(lim, "max_connections"), "gateway.limits.max_connections",
+			1, 1000000, &g->max_connections);
+		get_u32(x, map_get(lim, "max_header_bytes"), "gateway.limits.max_header_bytes",
+			1024, 1048576, &g->max_header_bytes);
+		get_u32(x, map_get(lim, "connect_timeout_ms"), "gateway.limits.connect_timeout_ms",
+			100, 600000, &g->connect_timeout_ms);
+		get_u32(x, map_get(lim, "idle_timeout_ms"), "gateway.limits.idle_timeout_ms",
+			1000, 86400000, &g->idle_timeout_ms);
+	}
+	al = map_get(n, "access_log");
+	if (get_str(x, al, "gateway.access_log", &g->access_log) &&
+	    strcmp(g->access_log, "stderr") != 0 && strcmp(g->access_log, "off") != 0 &&
+	    g->access_log[0] != '/')
+		err_at(x, al, "gateway.access_log: expected stderr, off or an absolute path");
+	cl = map_get(n, "clients");
+	if (get_seq(x, cl, "gateway.clients", &cnt)) {
+		g->clients = conf_arena_alloc(x->a, cnt * sizeof(*g->clients));
+		g->nclients = cnt;
+		for (size_t i = 0; i < cnt; i++) {
+			char p[PATHSZ];
+
+			pathf(p, "gateway.clients", "[%zu]", i);
+			load_client(x, cl->items[i], p, &g->clients[i]);
+		}
+		check_unique(x, cl, "client", "gateway.clients", g->clients, cnt,
+			     sizeof(*g->clients), offsetof(struct conf_client, name));
+		for (size_t i = 0; i < cnt; i++) {
+			for (size_t j = 0; j < i; j++) {
+				struct conf_client *a = &g->clients[i], *b = &g->clients[j];
+
+				if (a->match == CONF_MATCH_USER && b->match == CONF_MATCH_USER &&
+				    a->user && b->user && strcmp(a->user, b->user) == 0) {
+					err_at(x, map_get(map_get(cl->items[i], "match"), "user"),
+					       "gateway.clients[%zu].match.user: user '%s' is already client '%s'",
+					       i, a->user, b->name ? b->name : "?");
+					break;
+				}
+			}
+		}
+	}
+}
+
+static void
+load_lanes(struct ctx *x, const struct cy_node *n)
+{
+	static const char *const keys[] = { "name", "subnet", "doors", "transparent", NULL };
+	static const char *const dkeys[] = { "forward", "socks", "intercept", NULL };
+	struct conf *c = x->c;
+	size_t cnt;
+
+	if (!get_seq(x, n, "lanes", &cnt))
+		return;
+	c->lanes = conf_arena_alloc(x->a, cnt * sizeof(*c->lanes));
+	c->nlanes = cnt;
+	for (size_t i = 0; i < cnt; i++) {
+		const struct cy_node *it = n->items[i], *sub, *doors;
+		struct conf_lane *ln = &c->lanes[i];
+		char p[PATHSZ], q[PATHSZ];
+
+		pathf(p, "lanes", "[%zu]", i);
+		if (!expect_map(x, it, p, keys)) {
+			if (is_null(it))
+				err_at(x, it, "%s: expected a mapping, got nothing", p);
+			continue;
+		}
+		ln->pos = pos_of(it);
+		get_name(x, it, p, &ln->name);
+		sub = map_get(it, "subnet");
+		if (!sub) {
+			err_at(x, it, "%s: missing required key 'subnet'", p);
+		} else if (get_cidr(x, sub, (pathf(q, p, ".subnet"), q), &ln->subnet)) {
+			/* A lane needs a gateway address, a broadcast and room
+			 * for sandboxes; IPv6 lanes come later. */
+			if (ln->subnet.family != AF_INET) {
+				err_at(x, sub, "%s: lanes are IPv4 subnets for now", q);
+				ln->subnet.family = 0;
+			} else if (ln->subnet.prefix < 8 || ln->subnet.prefix > 29) {
+				err_at(x, sub, "%s: prefix length /%u is out of range /8../29", q,
+				       ln->subnet.prefix);
+				ln->subnet.family = 0;
+			}
+		}
+		get_bool(x, map_get(it, "transparent"), (pathf(q, p, ".transparent"), q), &ln->transparent);
+		doors = map_get(it, "doors");
+		pathf(q, p, ".doors");
+		if (expect_map(x, doors, q, dkeys)) {
+			const char *dn[3] = { "forward", "socks", "intercept" };
+			uint16_t *dv[3] = { &ln->door_forward, &ln->door_socks, &ln->door_intercept };
+			uint32_t v;
+
+			for (int k = 0; k < 3; k++) {
+				char r[PATHSZ];
+
+				pathf(r, q, ".%s", dn[k]);
+				if (get_u32(x, map_get(doors, dn[k]), r, 1, 65535, &v))
+					*dv[k] = (uint16_t)v;
+			}
+			for (int k = 0; k < 3; k++)
+				for (int j = 0; j < k; j++)
+					if (*dv[k] && *dv[k] == *dv[j])
+						err_at(x, map_get(doors, dn[k]), "%s.%s: port %u is already the %s door",
+						       q, dn[k], *dv[k], dn[j]);
+			ln->egress = ln->door_forward || ln->door_socks || ln->door_intercept;
+		}
+		if (ln->transparent && !ln->egress)
+			err_at(x, map_get(it, "transparent"),
+			       "%s.transparent: a lane without doors has nothing to redirect to", p);
+		if (ln->transparent && ln->egress && (!ln->door_forward || !ln->door_intercept))
+			err_at(x, map_get(it, "transparent"),
+			       "%s.transparent: needs both a forward and an intercept door", p);
+	}
+	check_unique(x, n, "lane", "lanes", c->lanes, cnt, sizeof(*c->lanes),
+		     offsetof(struct conf_lane, name));
+	for (size_t i = 0; i < cnt; i++) {
+		for (size_t j = 0; j < i; j++) {
+			struct conf_lane *a = &c->lanes[i], *b = &c->lanes[j];
+			char ta[64], tb[64];
+
+			if (!a->subnet.family || !b->subnet.family ||
+			    !conf_cidr_overlap(&a->subnet, &b->subnet))
+				continue;
+			cidr_text(&a->subnet, ta, sizeof(ta));
+			cidr_text(&b->subnet, tb, sizeof(tb));
+			err_at(x, map_get(n->items[i], "subnet"),
+			       "lanes[%zu].subnet: %s overlaps lane '%s' (%s)", i, ta,
+			       b->name ? b->name : "?", tb);
+			break;
+		}
+	}
+}
+
+static void
+load_policies(struct ctx *x, const struct cy_node *n)
+{
+	static const char *const keys[] = { "name", "mode", "allow", "deny", "intercept",
+					    "credentials", "allow_private", NULL };
+	static const char *const ckeys[] = { "host", "header", "value", NULL };
+	static const char *const modes[] = { "enforce", "report", NULL };
+	struct conf *c = x->c;
+	size_t cnt;
+
+	if (!get_seq(x, n, "policies", &cnt))
+		return;
+	c->policies = conf_arena_alloc(x->a, cnt * sizeof(*c->policies));
+	c->npolicies = cnt;
+	for (size_t i = 0; i < cnt; i++) {
+		const struct cy_node *it = n->items[i], *cr, *ap;
+		struct conf_policy *po = &c->policies[i];
+		char p[PATHSZ], q[PATHSZ];
+		size_t k;
+		int v;
+
+		pathf(p, "policies", "[%zu]", i);
+		if (!expect_map(x, it, p, keys)) {
+			if (is_null(it))
+				err_at(x, it, "%s: expected a mapping, got nothing", p);
+			continue;
+		}
+		po->pos = pos_of(it);
+		get_name(x, it, p, &po->name);
+		if (get_enum(x, map_get(it, "mode"), (pathf(q, p, ".mode"), q), modes, &v))
+			po->mode = (enum conf_policy_mode)v;
+		get_hostpats(x, map_get(it, "allow"), (pathf(q, p, ".allow"), q), &po->allow);
+		get_hostpats(x, map_get(it, "deny"), (pathf(q, p, ".deny"), q), &po->deny);
+		get_hostpats(x, map_get(it, "intercept"), (pathf(q, p, ".intercept"), q), &po->intercept);
+		ap = map_get(it, "allow_private");
+		pathf(q, p, ".allow_private");
+		if (get_seq(x, ap, q, &k)) {
+			po->allow_private.v = conf_arena_alloc(x->a, k * sizeof(struct conf_cidr));
+			for (size_t j = 0; j < k; j++) {
+				char r[PATHSZ];
+
+				pathf(r, q, "[%zu]", j);
+				if (get_cidr(x, ap->items[j], r, &po->allow_private.v[po->allow_private.n]))
+					po->allow_private.n++;
+			}
+		}
+		cr = map_get(it, "credentials");
+		pathf(q, p, ".credentials");
+		if (get_seq(x, cr, q, &k)) {
+			po->credentials = conf_arena_alloc(x->a, k * sizeof(*po->credentials));
+			for (size_t j = 0; j < k; j++) {
+				const struct cy_node *ci = cr->items[j], *h;
+				struct conf_credential *cd = &po->credentials[po->ncredentials];
+				char r[PATHSZ], s[PATHSZ];
+				bool ok = true;
+
+				pathf(r, q, "[%zu]", j);
+				if (!expect_map(x, ci, r, ckeys)) {
+					if (is_null(ci))
+						err_at(x, ci, "%s: expected a mapping, got nothing", r);
+					continue;
+				}
+				cd->pos = pos_of(ci);
+				for (const char *const *req = ckeys; *req; req++) {
+					if (!map_get(ci, *req)) {
+						err_at(x, ci, "%s: missing required key '%s'", r, *req);
+						ok = false;
+					}
+				}
+				if (!ok)
+					continue;
+				ok &= get_hostpat(x, map_get(ci, "host"), (pathf(s, r, ".host"), s), true, &cd->host);
+				h = map_get(ci, "header");
+				if (get_str(x, h, (pathf(s, r, ".header"), s), &cd->header)) {
+					for (size_t b = 0; b < h->len; b++) {
+						unsigned char ch = (unsigned char)h->str[b];
+
+						if (!(isalnum(ch) || strchr("!#$%&'*+-.^_`|~", ch))) {
+							err_at(x, h, "%s: '%s' is not an HTTP header name", s, cd->header);
+							ok = false;
+							break;
+						}
+					}
+				} else {
+					ok = false;
+				}
+				ok &= get_secret(x, map_get(ci, "value"), (pathf(s, r, ".value"), s), &cd->value);
+				if (ok)
+					po->ncredentials++;
+			}
+		}
+	}
+	check_unique(x, n, "policy", "policies", c->policies, cnt, sizeof(*c->policies),
+		     offsetof(struct conf_policy, name));
+}
+
+static void
+load_tenants(struct ctx *x, const struct cy_node *n)
+{
+	static const char *const keys[] = { "name", "keys", "egress", "max_claims", "pools", NULL };
+	struct conf *c = x->c;
+	size_t cnt;
+
+	if (!get_seq(x, n, "tenants", &cnt))
+		return;
+	c->tenants = conf_arena_alloc(x->a, cnt * sizeof(*c->tenants));
+	c->ntenants = cnt;
+	for (size_t i = 0; i < cnt; i++) {
+		const struct cy_node *it = n->items[i], *ks, *eg, *pl;
+		struct conf_tenant *t = &c->tenants[i];
+		char p[PATHSZ], q[PATHSZ];
+		size_t k;
+
+		pathf(p, "tenants", "[%zu]", i);
+		if (!expect_map(x, it, p, keys)) {
+			if (is_null(it))
+				err_at(x, it, "%s: expected a mapping, got nothing", p);
+			continue;
+		}
+		t->pos = pos_of(it);
+		get_name(x, it, p, &t->name);
+		ks = map_get(it, "keys");
+		pathf(q, p, ".keys");
+		if (!ks) {
+			err_at(x, it, "%s: missing required key 'keys'", p);
+		} else if (get_seq(x, ks, q, &k)) {
+			t->keys = conf_arena_alloc(x->a, k * sizeof(*t->keys));
+			for (size_t j = 0; j < k; j++) {
+				char r[PATHSZ];
+
+				pathf(r, q, "[%zu]", j);
+				if (get_secret(x, ks->items[j], r, &t->keys[t->nkeys]))
+					t->nkeys++;
+			}
+		} else if (ks->kind == CY_SEQ || is_null(ks)) {
+			err_at(x, ks, "%s: empty: a tenant needs at least one key", q);
+		}
+		eg = map_get(it, "egress");
+		if (eg) {
+			t->has_egress = true;
+			get_hostpats(x, eg, (pathf(q, p, ".egress"), q), &t->egress);
+		}
+		get_u32(x, map_get(it, "max_claims"), (pathf(q, p, ".max_claims"), q), 0, 100000,
+			&t->max_claims);
+		pl = map_get(it, "pools");
+		pathf(q, p, ".pools");
+		if (get_seq(x, pl, q, &k)) {
+			t->pools = conf_arena_alloc(x->a, k * sizeof(*t->pools));
+			for (size_t j = 0; j < k; j++) {
+				char r[PATHSZ];
+
+				pathf(r, q, "[%zu]", j);
+				if (get_str(x, pl->items[j], r, &t->pools[t->npools]))
+					t->npools++;
+			}
+		}
+	}
+	check_unique(x, n, "tenant", "tenants", c->tenants, cnt, sizeof(*c->tenants),
+		     offsetof(struct conf_tenant, name));
+	/* A key names its tenant: two tenants may not share one. */
+	for (size_t i = 0; i < cnt; i++)
+		for (size_t a = 0; a < c->tenants[i].nkeys; a++)
+			for (size_t j = 0; j <= i; j++)
+				for (size_t b = 0; b < (j == i ? a : c->tenants[j].nkeys); b++) {
+					const struct conf_secret *s1 = &c->tenants[i].keys[a];
+					const struct conf_secret *s2 = &c->tenants[j].keys[b];
+					struct cy_node where = { .line = s1->pos.line, .col = s1->pos.col };
+
+					if (s1->len == s2->len && memcmp(s1->value, s2->value, s1->len) == 0)
+						err_at(x, &where, "tenants[%zu].keys[%zu]: the same key as at %u:%u; "
+						       "every key must name one tenant", i, a, s2->pos.line, s2->pos.col);
+				}
+}
+
+static void
+load_pools(struct ctx *x, const struct cy_node *n)
+{
+	static const char *const keys[] = { "name", "backend", "template", "lane", "policy", "warm",
+					    "warm_max", "limits", "ttl", NULL };
+	static const char *const lkeys[] = { "memory_mb", "cpus", "pids", NULL };
+	static const char *const tkeys[] = { "default_seconds", "max_seconds", NULL };
+	static const char *const backends[] = { "ns", "vm", NULL };
+	struct conf *c = x->c;
+	size_t cnt;
+
+	if (!get_seq(x, n, "pools", &cnt))
+		return;
+	c->pools = conf_arena_alloc(x->a, cnt * sizeof(*c->pools));
+	c->npools = cnt;
+	for (size_t i = 0; i < cnt; i++) {
+		const struct cy_node *it = n->items[i], *tp, *lim, *ttl, *wm;
+		struct conf_pool *po = &c->pools[i];
+		char p[PATHSZ], q[PATHSZ];
+		int v;
+
+		/* Defaults, before a possibly short-circuited item. */
+		po->warm = 0;
+		po->warm_max = 4;
+		po->memory_mb = 256;
+		po->cpus_milli = 1000;
+		po->pids = 256;
+		po->ttl_default_s = 3600;
+		po->ttl_max_s = 86400;
+		pathf(p, "pools", "[%zu]", i);
+		if (!expect_map(x, it, p, keys)) {
+			if (is_null(it))
+				err_at(x, it, "%s: expected a mapping, got nothing", p);
+			continue;
+		}
+		po->pos = pos_of(it);
+		get_name(x, it, p, &po->name);
+		if (get_enum(x, map_get(it, "backend"), (pathf(q, p, ".backend"), q), backends, &v))
+			po->backend = (enum conf_backend)v;
+		tp = map_get(it, "template");
+		if (get_str(x, tp, (pathf(q, p, ".template"), q), &po->template_dir)) {
+			if (strcmp(po->template_dir, "busybox") == 0) {
+				po->template_kind = CONF_TEMPLATE_BUSYBOX;
+				po->template_dir = NULL;
+			} else if (strcmp(po->template_dir, "host") == 0) {
+				po->template_kind = CONF_TEMPLATE_HOST;
+				po->template_dir = NULL;
+			} else if (po->template_dir[0] == '/') {
+				po->template_kind = CONF_TEMPLATE_DIR;
+			} else {
+				err_at(x, tp, "%s: expected busybox, host or an absolute directory path", q);
+				po->template_dir = NULL;
+			}
+		}
+		if (!map_get(it, "lane"))
+			err_at(x, it, "%s: missing required key 'lane'", p);
+		else
+			get_str(x, map_get(it, "lane"), (pathf(q, p, ".lane"), q), &po->lane);
+		if (!map_get(it, "policy"))
+			err_at(x, it, "%s: missing required key 'policy'", p);
+		else
+			get_str(x, map_get(it, "policy"), (pathf(q, p, ".policy"), q), &po->policy);
+		get_u32(x, map_get(it, "warm"), (pathf(q, p, ".warm"), q), 0, 1000, &po->warm);
+		wm = map_get(it, "warm_max");
+		if (!wm && po->warm > po->warm_max)
+			po->warm_max = po->warm;
+		if (get_u32(x, wm, (pathf(q, p, ".warm_max"), q), 0, 1000, &po->warm_max) &&
+		    po->warm > po->warm_max)
+			err_at(x, map_get(it, "warm"), "%s.warm: warm (%u) is greater than warm_max (%u)",
+			       p, po->warm, po->warm_max);
+		lim = map_get(it, "limits");
+		pathf(q, p, ".limits");
+		if (expect_map(x, lim, q, lkeys)) {
+			const struct cy_node *cpu = map_get(lim, "cpus");
+			char r[PATHSZ];
+
+			get_u32(x, map_get(lim, "memory_mb"), (pathf(r, q, ".memory_mb"), r), 16, 1048576,
+				&po->memory_mb);
+			get_u32(x, map_get(lim, "pids"), (pathf(r, q, ".pids"), r), 8, 4194304, &po->pids);
+			pathf(r, q, ".cpus");
+			if (cpu && scalar(x, cpu, r, "a number of CPUs")) {
+				char *end, buf[64];
+				double d;
+
+				errno = 0;
+				d = strtod(cpu->str, &end);
+				if (!cpu->plain || *end || end == cpu->str || errno ||
+				    !isdigit((unsigned char)cpu->str[0]))
+					err_at(x, cpu, "%s: expected a number of CPUs like 0.5 or 2, got '%s'",
+					       r, shown(cpu, buf, sizeof(buf)));
+				else if (d < 0.01 || d > 1024)
+					err_at(x, cpu, "%s: %s is out of range 0.01..1024", r,
+					       shown(cpu, buf, sizeof(buf)));
+				else
+					po->cpus_milli = (uint32_t)(d * 1000 + 0.5);
+			}
+		}
+		ttl = map_get(it, "ttl");
+		pathf(q, p, ".ttl");
+		if (expect_map(x, ttl, q, tkeys)) {
+			char r[PATHSZ];
+
+			get_u32(x, map_get(ttl, "max_seconds"), (pathf(r, q, ".max_seconds"), r), 1,
+				31536000, &po->ttl_max_s);
+			if (get_u32(x, map_get(ttl, "default_seconds"), (pathf(r, q, ".default_seconds"), r),
+				    1, 31536000, &po->ttl_default_s) &&
+			    po->ttl_default_s > po->ttl_max_s)
+				err_at(x, map_get(ttl, "default_seconds"),
+				       "%s: default_seconds (%u) is greater than max_seconds (%u)", r,
+				       po->ttl_default_s, po->ttl_max_s);
+		}
+	}
+	check_unique(x, n, "pool", "pools", c->pools, cnt, sizeof(*c->pools),
+		     offsetof(struct conf_pool, name));
+}
+
+static void
+load_certs(struct ctx *x, const struct cy_node *n)
+{
+	static const char *const keys[] = { "ca_cert", "ca_key", "cache_size", NULL };
+	struct conf_certs *ce = &x->c->certs;
+
+	if (!expect_map(x, n, "certs", keys))
+		return;
+	if (get_str(x, map_get(n, "ca_cert"), "certs.ca_cert", &ce->ca_cert) && ce->ca_cert[0] != '/')
+		err_at(x, map_get(n, "ca_cert"), "certs.ca_cert: must be an absolute path");
+	if (get_str(x, map_get(n, "ca_key"), "certs.ca_key", &ce->ca_key) && ce->ca_key[0] != '/')
+		err_at(x, map_get(n, "ca_key"), "certs.ca_key: must be an absolute path");
+	get_u32(x, map_get(n, "cache_size"), "certs.cache_size", 1, 1000000, &ce->cache_size);
+}
+
+static void
+load_preview(struct ctx *x, const struct cy_node *n)
+{
+	static const char *const keys[] = { "domain", "listen", NULL };
+	struct conf_preview *pv = &x->c->preview;
+	const struct cy_node *dn;
+	char err[160];
+
+	if (!expect_map(x, n, "preview", keys))
+		return;
+	dn = map_get(n, "domain");
+	if (get_str(x, dn, "preview.domain", &pv->domain)) {
+		for (char *s = pv->domain; *s; s++)
+			*s = (char)tolower((unsigned char)*s);
+		if (conf_host_check(pv->domain, false, err, sizeof(err)) < 0) {
+			err_at(x, dn, "preview.domain: bad domain: %s", err);
+			pv->domain = NULL;
+		}
+	}
+	get_hostport(x, map_get(n, "listen"), "preview.listen", &pv->listen);
+}
+
+/* Cross-references, once every section is loaded. */
+static void
+link_refs(struct ctx *x, const struct cy_node *root)
+{
+	struct conf *c = x->c;
+	const struct cy_node *seq;
+
+	seq = map_get(map_get(root, "gateway"), "clients");
+	for (size_t i = 0; i < c->gateway.nclients; i++) {
+		struct conf_client *cl = &c->gateway.clients[i];
+		char p[PATHSZ];
+
+		if (!cl->policy)
+			continue;
+		pathf(p, "gateway.clients", "[%zu].policy", i);
+		resolve_ref(x, map_get(seq->items[i], "policy"), p, "policy", cl->policy,
+			    c->policies, c->npolicies, sizeof(*c->policies),
+			    offsetof(struct conf_policy, name), &cl->policy_idx);
+	}
+	seq = map_get(root, "pools");
+	for (size_t i = 0; i < c->npools; i++) {
+		struct conf_pool *po = &c->pools[i];
+		char p[PATHSZ];
+
+		if (po->lane) {
+			pathf(p, "pools", "[%zu].lane", i);
+			resolve_ref(x, map_get(seq->items[i], "lane"), p, "lane", po->lane, c->lanes,
+				    c->nlanes, sizeof(*c->lanes), offsetof(struct conf_lane, name),
+				    &po->lane_idx);
+		}
+		if (po->policy) {
+			pathf(p, "pools", "[%zu].policy", i);
+			resolve_ref(x, map_get(seq->items[i], "policy"), p, "policy", po->policy,
+				    c->policies, c->npolicies, sizeof(*c->policies),
+				    offsetof(struct conf_policy, name), &po->policy_idx);
+		}
+	}
+	seq = map_get(root, "tenants");
+	for (size_t i = 0; i < c->ntenants; i++) {
+		const struct cy_node *pl = map_get(seq->items[i], "pools");
+
+		for (size_t j = 0; j < c->tenants[i].npools; j++) {
+			char p[PATHSZ];
+			size_t idx;
+
+			pathf(p, "tenants", "[%zu].pools[%zu]", i, j);
+			resolve_ref(x, pl->items[j], p, "pool", c->tenants[i].pools[j], c->pools,
+				    c->npools, sizeof(*c->pools), offsetof(struct conf_pool, name), &idx);
+		}
+	}
+}
+
+static void
+set_defaults(struct conf *c, struct conf_arena *a)
+{
+	c->daemon.data_dir = conf_arena_strndup(a, "/var/lib/sluice", 15);
+	c->daemon.fleet_netns = conf_arena_strndup(a, "sluice", 6);
+	c->daemon.log_level = CONF_LOG_INFO;
+	c->daemon.log_format = CONF_LOG_TEXT;
+	c->api.socket = conf_arena_strndup(a, "/run/sluice/api.sock", 20);
+	c->gateway.workers = 0;
+	c->gateway.dns_timeout_ms = 2000;
+	c->gateway.dns_attempts = 2;
+	c->gateway.dns_cache_size = 10000;
+	c->gateway.dns_servers = conf_arena_alloc(a, sizeof(*c->gateway.dns_servers));
+	c->gateway.dns_servers[0].kind = CONF_DNS_SYSTEM;
+	c->gateway.ndns_servers = 1;
+	c->gateway.max_connections = 20000;
+	c->gateway.max_header_bytes = 65536;
+	c->gateway.connect_timeout_ms = 10000;
+	c->gateway.idle_timeout_ms = 300000;
+	c->gateway.access_log = conf_arena_strndup(a, "stderr", 6);
+	c->certs.ca_cert = conf_arena_strndup(a, "/var/lib/sluice/ca.pem", 22);
+	c->certs.ca_key = conf_arena_strndup(a, "/var/lib/sluice/ca.key", 22);
+	c->certs.cache_size = 10000;
+}
+
+/* Default listen addresses, parsed the same way as written ones. */
+static void
+set_default_listeners(struct ctx *x)
+{
+	static const struct {
+		const char *text;
+		size_t off;
+	} dl[] = {
+		{ "127.0.0.1:8080", offsetof(struct conf, api.listen) },
+		{ "127.0.0.1:3128", offsetof(struct conf, gateway.listen_forward) },
+		{ "127.0.0.1:1080", offsetof(struct conf, gateway.listen_socks) },
+		{ "127.0.0.1:8443", offsetof(struct conf, preview.listen) },
+	};
+
+	for (size_t i = 0; i < sizeof(dl) / sizeof(dl[0]); i++) {
+		struct cy_node n = { .kind = CY_SCALAR, .plain = true,
+				     .str = (char *)(uintptr_t)dl[i].text, .len = strlen(dl[i].text) };
+
+		get_hostport(x, &n, "default", (struct conf_hostport *)((char *)x->c + dl[i].off));
+		((struct conf_hostport *)((char *)x->c + dl[i].off))->pos.line = 0;
+	}
+}
+
+struct conf *
+conf_load_mem(const char *name, const char *buf, size_t len, struct conf_diag *d)
+{
+	static const char *const keys[] = { "daemon", "api", "gateway", "lanes", "policies",
+					    "tenants", "pools", "certs", "preview", NULL };
+	struct conf_arena *a = conf_arena_new();
+	struct ctx x = { .a = a, .file = name, .d = d };
+	struct cy_node *root;
+	bool ok;
+
+	x.c = conf_arena_alloc(a, sizeof(*x.c));
+	x.c->arena = a;
+	x.c->refs = 1;
+	x.c->path = conf_arena_strndup(a, name, strlen(name));
+	set_defaults(x.c, a);
+	set_default_listeners(&x);
+
+	root = cy_parse(a, name, buf, len, d, &ok);
+	if (!ok)
+		x.errors++;
+	if (root && root->kind != CY_MAP) {
+		err_at(&x, root, "the configuration must be a mapping of sections (daemon, api, gateway, ...)");
+	} else if (root && expect_map(&x, root, "the configuration", keys)) {
+		load_daemon(&x, map_get(root, "daemon"));
+		load_api(&x, map_get(root, "api"));
+		load_gateway(&x, map_get(root, "gateway"));
+		load_lanes(&x, map_get(root, "lanes"));
+		load_policies(&x, map_get(root, "policies"));
+		load_tenants(&x, map_get(root, "tenants"));
+		load_pools(&x, map_get(root, "pools"));
+		load_certs(&x, map_get(root, "certs"));
+		load_preview(&x, map_get(root, "preview"));
+		link_refs(&x, root);
+	}
+	conf_diag_sort(d);
+	if (x.errors) {
+		conf_arena_free(a);
+		return NULL;
+	}
+	return x.c;
+}
+
+struct conf *
+conf_load_file(const char *path, struct conf_diag *d)
+{
+	struct conf *c = NULL;
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0;
+	ssize_t r;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		conf_diag_add(d, path, 0, 0, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		conf_diag_add(d, path, 0, 0, "not a regular file");
+		goto out;
+	}
+	if ((uint64_t)st.st_size > CONF_MAX_FILE_BYTES) {
+		conf_diag_add(d, path, 0, 0, "larger than %u bytes", CONF_MAX_FILE_BYTES);
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		abort();
+	while (len < (size_t)st.st_size &&
+	       (r = read(fd, buf + len, (size_t)st.st_size - len)) != 0) {
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			conf_diag_add(d, path, 0, 0, "cannot read: %s", strerror(errno));
+			goto out;
+		}
+		len += (size_t)r;
+	}
+	c = conf_load_mem(path, buf, len, d);
+out:
+	free(buf);
+	close(fd);
+	return c;
+}
+
+struct conf *
+conf_ref(struct conf *c)
+{
+	c->refs++;
+	return c;
+}
+
+void
+conf_unref(struct conf *c)
+{
+	if (c && --c->refs == 0)
+		conf_arena_free(c->arena);
+}
+
+const struct conf_policy *
+conf_policy_find(const struct conf *c, const char *name)
+{
+	for (size_t i = 0; i < c->npolicies; i++)
+		if (c->policies[i].name && strcmp(c->policies[i].name, name) == 0)
+			return &c->policies[i];
+	return NULL;
+}
+
+const struct conf_lane *
+conf_lane_find(const struct conf *c, const char *name)
+{
+	for (size_t i = 0; i < c->nlanes; i++)
+		if (c->lanes[i].name && strcmp(c->lanes[i].name, name) == 0)
+			return &c->lanes[i];
+	return NULL;
+}
+
+const struct conf_pool *
+conf_pool_find(const struct conf *c, const char *name)
+{
+	for (size_t i = 0; i < c->npools; i++)
+		if (c->pools[i].name && strcmp(c->pools[i].name, name) == 0)
+			return &c->pools[i];
+	return NULL;
+}

@@ -1,0 +1,63 @@
+/* conf.h: loading and validating the configuration.
+ *
+ * conf_load_file() and conf_load_mem() parse YAML with libyaml, check the
+ * whole document against the schema of docs/config.md, resolve ${env:NAME}
+ * and ${file:PATH} references in secret fields, and return a new struct conf
+ * with one reference, or NULL with every error in `diag`, each a line
+ * "FILE:LINE:COL: message". Nothing here logs; no message holds a secret's
+ * value. Thread-safe as long as each call has its own diag.
+ */
+#ifndef SLUICE_CONF_H
+#define SLUICE_CONF_H
+
+#include "conf-t.h"
+
+/* The default configuration (conf/sluice.yaml), compiled in. */
+extern const char conf_default_yaml[];
+extern const size_t conf_default_yaml_len;
+
+void conf_diag_init(struct conf_diag *d);
+void conf_diag_fini(struct conf_diag *d);
+
+/* Loads `path`. Returns the configuration or NULL (errors in d). */
+struct conf *conf_load_file(const char *path, struct conf_diag *d);
+
+/* Loads `len` bytes of YAML; `name` is what error lines call the file.
+ * ${file:PATH} references are resolved relative to the working directory. */
+struct conf *conf_load_mem(const char *name, const char *buf, size_t len,
+			   struct conf_diag *d);
+
+/* Reference counting: a struct conf is immutable and may be shared by
+ * holders on one thread; conf_unref() frees (and wipes secrets) at zero.
+ * conf_unref(NULL) is a no-op. */
+struct conf *conf_ref(struct conf *c);
+void conf_unref(struct conf *c);
+
+/* Lookups by name; NULL when absent. */
+const struct conf_policy *conf_policy_find(const struct conf *c, const char *name);
+const struct conf_lane *conf_lane_find(const struct conf *c, const char *name);
+const struct conf_pool *conf_pool_find(const struct conf *c, const char *name);
+
+/* Pure helpers shared with the doors and the API. */
+
+/* Parses "10.0.0.0/8" or "fd00::/8" (a bare address is a /32 or /128).
+ * Returns 0, or -EINVAL with a reason in err. Host bits must be zero. */
+int conf_cidr_parse(const char *s, struct conf_cidr *out, char *err, size_t errsz);
+
+/* True if `addr` (4 or 16 bytes as `family`) lies inside `c`. */
+bool conf_cidr_contains(const struct conf_cidr *c, int family, const void *addr);
+
+/* True if the two ranges share an address. */
+bool conf_cidr_overlap(const struct conf_cidr *a, const struct conf_cidr *b);
+
+/* Checks a host name or pattern: LDH labels of 1..63 bytes, 253 bytes in
+ * all, "*." only as a whole leading label when wildcard_ok, ASCII only
+ * (IDNs as punycode), an IPv4 or bracketed-less IPv6 literal accepted.
+ * Returns 0 or -EINVAL with a reason in err. */
+int conf_host_check(const char *host, bool wildcard_ok, char *err, size_t errsz);
+
+const char *conf_log_level_name(enum conf_log_level l);
+const char *conf_policy_mode_name(enum conf_policy_mode m);
+const char *conf_backend_name(enum conf_backend b);
+
+#endif

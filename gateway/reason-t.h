@@ -1,0 +1,45 @@
+/* reason-t.h: why a connection or request was refused or ended.
+ *
+ * One list for every door, the access log and the Sluice-Reason header, so
+ * that a reason has one spelling everywhere. The names are part of the
+ * user interface (docs/gateway.md lists them): add, never rename.
+ */
+#ifndef SLUICE_GW_REASON_T_H
+#define SLUICE_GW_REASON_T_H
+
+#define GW_REASONS(X)                                                        \
+	X(NONE, "none")                         /* allowed, or ended well */  \
+	X(NOT_ALLOWED, "not-allowed")           /* no allow rule matched */   \
+	X(DENIED, "denied")                     /* a deny rule matched */     \
+	X(PRIVATE_ADDRESS, "private-address")   /* address in a denied range */\
+	X(BAD_HOST, "bad-host")                 /* malformed host name */     \
+	X(NON_ASCII_HOST, "non-ascii-host")     /* IDN not given as punycode */\
+	X(USERINFO, "userinfo")                 /* user@ in a URL */          \
+	X(BAD_PORT, "bad-port")                                               \
+	X(BAD_REQUEST, "bad-request")           /* HTTP parse error */        \
+	X(HEADER_TOO_LARGE, "header-too-large")                               \
+	X(UNSUPPORTED, "unsupported")           /* method or scheme */        \
+	X(AUTH_REQUIRED, "auth-required")       /* 407 */                     \
+	X(AUTH_FAILED, "auth-failed")                                         \
+	X(UNKNOWN_CLIENT, "unknown-client")                                   \
+	X(DNS_FAILED, "dns-failed")                                           \
+	X(DNS_NXDOMAIN, "dns-nxdomain")                                       \
+	X(DNS_TIMEOUT, "dns-timeout")                                         \
+	X(CONNECT_FAILED, "connect-failed")     /* refused, unreachable */    \
+	X(CONNECT_TIMEOUT, "connect-timeout")                                 \
+	X(UPSTREAM_RESET, "upstream-reset")                                   \
+	X(UPSTREAM_BAD_RESPONSE, "upstream-bad-response")                     \
+	X(IDLE_TIMEOUT, "idle-timeout")                                       \
+	X(CLIENT_CLOSED, "client-closed")                                     \
+	X(TOO_MANY_CONNECTIONS, "too-many-connections")                       \
+	X(SHUTDOWN, "shutdown")                                               \
+	X(INTERNAL, "internal-error")
+
+enum gw_reason {
+#define GW_REASON_ENUM(id, name) GW_R_##id,
+	GW_REASONS(GW_REASON_ENUM)
+#undef GW_REASON_ENUM
+	GW_R__COUNT
+};
+
+#endif
