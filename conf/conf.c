@@ -307,6 +307,9 @@ get_u32(struct ctx *x, const struct cy_node *n, const char *path, uint32_t lo,
 		if (negative)
 			err_at(x, n, "%s: %s is out of range %u..%u", path,
 			       shown(n, buf, sizeof(buf)), lo, hi);
+		else if (!n->plain)
+			err_at(x, n, "%s: expected an integer in %u..%u, got a quoted string "
+			       "(write numbers without quotes)", path, lo, hi);
 		else
 			err_at(x, n, "%s: expected an integer in %u..%u, got '%s'", path,
 			       lo, hi, shown(n, buf, sizeof(buf)));

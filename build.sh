@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# build.sh: the one entry point. ./build.sh help lists the commands.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+JOBS=$(nproc 2>/dev/null || echo 2)
+
+# Every build and test dependency, from Debian's packages.
+PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev
+  libssl-dev libnghttp2-dev libc-ares-dev libnftnl-dev libmnl-dev libyaml-dev
+  libcmocka-dev libjansson-dev"
+PKGS_TEST="curl wget git python3 iproute2 procps nftables nginx-light
+  dnsmasq-base nghttp2-client"
+
+say() { printf '==> %s\n' "$*"; }
+
+cmd_deps() {
+	local missing=()
+	for p in $PKGS_BUILD $PKGS_TEST; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	say "installing ${missing[*]}"
+	if [ "$(id -u)" != 0 ]; then
+		echo "build.sh deps: run as root to install packages" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# nginx-light's postinst starts nginx on port 80 of this machine; the
+	# tests run their own nginx in namespaces, so keep the service down.
+	printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+	chmod +x /usr/sbin/policy-rc.d
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	rm -f /usr/sbin/policy-rc.d
+}
+
+# configure DIR [cmake args...]
+configure() {
+	local dir=$1
+	shift
+	if [ ! -f "$dir/CMakeCache.txt" ]; then
+		cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+	fi
+}
+
+cmd_build() {
+	configure build
+	cmake --build build -j "$JOBS"
+}
+
+cmd_build_asan() {
+	configure build/asan -DSLUICE_SANITIZE=ON
+	cmake --build build/asan -j "$JOBS"
+}
+
+cmd_test() {
+	cmd_deps
+	cmd_build
+	say "unit tests"
+	ctest --test-dir build -L unit --output-on-failure
+	say "unit tests under AddressSanitizer and UndefinedBehaviorSanitizer"
+	cmd_build_asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		ctest --test-dir build/asan -L unit --output-on-failure
+	say "end-to-end tests"
+	ctest --test-dir build -L e2e --output-on-failure
+}
+
+cmd_run() {
+	cmd_deps
+	cmd_build
+	exec build/gateway/sluiced --config conf/sluice.yaml "$@"
+}
+
+# Runs every libFuzzer target for FUZZ_SECONDS (default 60) each, on a
+# scratch copy of its seed corpus; crashes land in build/fuzz/crashes/.
+cmd_fuzz() {
+	cmd_deps
+	CC=clang configure build/fuzz -DSLUICE_FUZZ=ON
+	cmake --build build/fuzz -j "$JOBS"
+	local secs=${FUZZ_SECONDS:-60}
+	mkdir -p build/fuzz/crashes
+	for bin in build/fuzz/tests/fuzz_*; do
+		[ -x "$bin" ] || continue
+		local name=${bin##*/fuzz_}
+		local work=build/fuzz/corpus/$name
+		mkdir -p "$work"
+		cp -r "tests/fuzz/corpus/$name/." "$work/"
+		say "fuzzing $name for ${secs}s"
+		"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+			-artifact_prefix=build/fuzz/crashes/"$name"- "$work" 2>&1 | tail -n 3
+	done
+}
+
+cmd_help() {
+	cat <<'HELP'
+usage: ./build.sh COMMAND
+  deps   install every build and test dependency (Debian packages)
+  build  build into build/ (CMake, -Wall -Wextra -Werror)
+  test   deps, build, unit tests, unit tests under ASan+UBSan, end-to-end tests
+  run    deps, build, run sluiced in the foreground on conf/sluice.yaml
+  fuzz   run every libFuzzer target for FUZZ_SECONDS (default 60) each
+HELP
+}
+
+case "${1:-help}" in
+deps) cmd_deps ;;
+build) cmd_deps; cmd_build ;;
+test) cmd_test ;;
+run) shift; cmd_run "$@" ;;
+fuzz) cmd_fuzz ;;
+help|-h|--help) cmd_help ;;
+*) cmd_help >&2; exit 2 ;;
+esac

@@ -1,0 +1,82 @@
+#!/bin/bash
+# The daemon's life cycle: --check, start on the default configuration,
+# SIGHUP with a good and a bad file, JSON logs, and SIGTERM exiting 0
+# within a second. Runs inside a private network namespace.
+. "$(dirname "$0")/lib.sh"
+
+netns_new ns daemon
+
+check "--version prints the version" \
+	bash -c "'$SLUICED' --version | grep -Eq '^sluiced [0-9]+\.[0-9]+\.[0-9]+$'"
+check "--check accepts conf/sluice.yaml" "$SLUICED" --check "$SL_SRC/conf/sluice.yaml"
+check "--check accepts the compiled-in default" "$SLUICED" --check
+
+cat > "$E2E_TMP/bad.yaml" <<'YAML'
+daemon:
+  log: { level: loud }
+gateway:
+  listen: { forward: 127.0.0.1:99999 }
+YAML
+set +e
+out=$("$SLUICED" --check "$E2E_TMP/bad.yaml" 2>&1)
+rc=$?
+set -e
+check "--check exits 2 on a bad file" test "$rc" = 2
+check "--check names every error by line and column" \
+	bash -c "grep -q '^$E2E_TMP/bad.yaml:2:17: daemon.log.level: ' <<<\"\$0\" &&
+		 grep -q '^$E2E_TMP/bad.yaml:4:22: gateway.listen.forward: port 99999 is out of range 1..65535' <<<\"\$0\"" "$out"
+
+# The running daemon, on a copy of the default that the test can rewrite.
+cp "$SL_SRC/conf/sluice.yaml" "$E2E_TMP/sluice.yaml"
+ip netns exec "$ns" "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>"$E2E_TMP/log" &
+pid=$!
+track "$pid"
+check "the daemon starts" wait_for "$E2E_TMP/log" "sluiced [0-9.]+ started"
+
+kill -HUP "$pid"
+check "SIGHUP reloads a good file" wait_for "$E2E_TMP/log" "configuration reloaded \(reload 1\)"
+
+sed -i 's/warm_max: 8/warm_max: 1/' "$E2E_TMP/sluice.yaml"
+kill -HUP "$pid"
+check "SIGHUP with a bad file reports the error by line" \
+	wait_for "$E2E_TMP/log" "sluice.yaml:[0-9]+:[0-9]+: pools\[0\]\.warm: warm \(2\) is greater than warm_max \(1\)"
+check "SIGHUP with a bad file keeps the running configuration" \
+	wait_for "$E2E_TMP/log" "reload failed: keeping the running configuration"
+check "the daemon survives a bad reload" kill -0 "$pid"
+
+# Switch to JSON logs through a reload: every later line is one JSON object.
+cp "$SL_SRC/conf/sluice.yaml" "$E2E_TMP/sluice.yaml"
+sed -i 's/format: text }/format: json }/' "$E2E_TMP/sluice.yaml"
+kill -HUP "$pid"
+check "a reload switches the log to JSON" wait_for "$E2E_TMP/log" '^\{"ts":"[^"]+","level":"info","msg":"configuration reloaded \(reload 2\)"\}$'
+
+start=$(date +%s%N)
+kill -TERM "$pid"
+set +e
+wait "$pid"
+rc=$?
+set -e
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+check "SIGTERM exits 0" test "$rc" = 0
+check "SIGTERM exits within a second (took ${elapsed_ms} ms)" test "$elapsed_ms" -lt 1000
+check "every JSON line parses" python3 -c '
+import json, sys
+lines = [l for l in open(sys.argv[1]) if l.startswith("{")]
+assert lines, "no JSON lines"
+for l in lines:
+    json.loads(l)
+' "$E2E_TMP/log"
+
+# SIGINT too, with the compiled-in default configuration.
+ip netns exec "$ns" "$SLUICED" 2>"$E2E_TMP/log2" &
+pid=$!
+track "$pid"
+check "the daemon starts on the compiled-in default" wait_for "$E2E_TMP/log2" "configuration <default>"
+kill -INT "$pid"
+set +e
+wait "$pid"
+rc=$?
+set -e
+check "SIGINT exits 0" test "$rc" = 0
+
+finish

@@ -1,0 +1,79 @@
+# lib.sh: shared by the end-to-end tests. Source it; it sets a trap that
+# removes every namespace the test made and ends every process it started,
+# by pid, on any exit.
+set -euo pipefail
+
+: "${SLUICED:?SLUICED must name the sluiced binary (ctest sets it)}"
+: "${SL_SRC:?SL_SRC must name the source tree}"
+
+E2E_NAME=$(basename "$0" .sh)
+E2E_TMP=$(mktemp -d "/tmp/sl-e2e-$E2E_NAME.XXXXXX")
+E2E_NETNS=()
+E2E_PIDS=()
+E2E_FAILS=0
+E2E_PASSES=0
+
+e2e_cleanup() {
+	local rc=$?
+	for pid in "${E2E_PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${E2E_PIDS[@]}"; do
+		# Give each a moment, then insist.
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$pid" 2>/dev/null || true
+	done
+	for ns in "${E2E_NETNS[@]}"; do
+		ip netns del "$ns" 2>/dev/null || true
+	done
+	rm -rf "$E2E_TMP"
+	exit $rc
+}
+trap e2e_cleanup EXIT
+trap 'exit 130' INT TERM
+
+# netns_new VAR NAME: makes a fresh namespace with loopback up, removed on
+# exit, and stores its name in VAR. (Not $(netns_new): a subshell could not
+# record it for the cleanup.)
+netns_new() {
+	local -n _ns_out=$1
+	local _ns_name="sl-$2-$$"
+	ip netns add "$_ns_name"
+	E2E_NETNS+=("$_ns_name")
+	ip -n "$_ns_name" link set lo up
+	_ns_out=$_ns_name
+}
+
+# track PID: end this process on exit.
+track() { E2E_PIDS+=("$1"); }
+
+pass() { E2E_PASSES=$((E2E_PASSES + 1)); printf 'ok   %s\n' "$*"; }
+fail() { E2E_FAILS=$((E2E_FAILS + 1)); printf 'FAIL %s\n' "$*"; }
+
+# check DESCRIPTION COMMAND...: passes if the command succeeds.
+check() {
+	local what=$1
+	shift
+	if "$@"; then pass "$what"; else fail "$what"; fi
+}
+
+# wait_for FILE PATTERN [SECONDS]: until a line matching PATTERN appears.
+wait_for() {
+	local file=$1 pat=$2 secs=${3:-5} i
+	for ((i = 0; i < secs * 20; i++)); do
+		grep -Eq -- "$pat" "$file" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	echo "--- $file (waiting for /$pat/):" >&2
+	tail -n 20 "$file" >&2 || true
+	return 1
+}
+
+# Prints the summary line and exits non-zero if anything failed.
+finish() {
+	echo "$E2E_PASSES passed, $E2E_FAILS failed"
+	[ "$E2E_FAILS" -eq 0 ]
+}
