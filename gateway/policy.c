@@ -1,0 +1,895 @@
+/* policy.c: host normalisation and the compiled policy layer. See policy.h.
+ *
+ * Layout of a compiled policy: every rule of every list (deny, allow,
+ * intercept, credentials, the tenant's list) becomes a struct pol_rule keyed
+ * by its normalised host (for "*.a.b", by "a.b"). One open-addressing hash
+ * table maps each distinct key to the run of its rules. A lookup for
+ * "x.a.b" probes "x.a.b" for exact rules, then "a.b" and "b" for wildcard
+ * rules. The hash is FNV-1a taken over the key from its last byte to its
+ * first, so walking a host right to left yields the hash of every label
+ * suffix in one pass.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "addr.h"
+#include "policy.h"
+
+#define NAME_MAX_LEN 253
+#define LABEL_MAX_LEN 63
+/* 253 bytes hold at most 127 labels: one exact probe and 126 suffixes. */
+#define MAX_HITS 128
+
+#define FNV_OFFSET 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
+
+enum pol_kind {
+	PK_DENY = 0,
+	PK_ALLOW,
+	PK_INTERCEPT,
+	PK_CRED,
+	PK_NARROW,
+};
+
+struct pol_rule {
+	char *key;              /* normalised host; the suffix for a wildcard */
+	size_t keylen;
+	char *text;             /* as shown in decisions: "*.a.b:443" */
+	uint32_t cred;          /* PK_CRED: index into gw_policy.creds */
+	uint16_t port;          /* 0: the rule names none */
+	uint8_t kind;           /* enum pol_kind */
+	bool wildcard;
+	struct conf_pos pos;
+};
+
+struct pol_node {
+	const char *key;        /* NULL: empty slot; borrowed from a rule */
+	size_t keylen;
+	uint64_t hash;
+	uint32_t first;         /* into gw_policy.order */
+	uint32_t n;
+};
+
+struct gw_policy {
+	unsigned refs;          /* atomic */
+	char *name;
+	enum conf_policy_mode mode;
+	bool has_narrow;
+	struct pol_rule *rules;
+	size_t nrules;
+	uint32_t *order;        /* rule indices grouped by node, conf order */
+	struct pol_node *table;
+	size_t tabsz;           /* a power of two, > 2 × nrules */
+	struct conf_credential *creds;
+	size_t ncreds;
+	struct conf_cidrs allow_private;
+	char version[GW_POLICY_VERSION_LEN];
+};
+
+struct pol_hit {
+	const struct pol_node *node;
+	bool exact;
+};
+
+/* ---- host normalisation ----------------------------------------------- */
+
+static int norm_fail(char *out, size_t outsz, enum gw_reason *why, enum gw_reason r, int rc)
+{
+	if (outsz > 0)
+		out[0] = '\0';
+	*why = r;
+	return rc;
+}
+
+static bool name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+int gw_host_normalize(const char *in, size_t len, char *out, size_t outsz,
+		      enum gw_reason *why)
+{
+	struct sockaddr_storage ss;
+	size_t i, label = 0;
+	int rc;
+
+	*why = GW_R_NONE;
+	if (outsz > 0)
+		out[0] = '\0';
+	if (!in || len == 0)
+		return norm_fail(out, outsz, why, GW_R_BAD_HOST, -EINVAL);
+	/* userinfo first: "user@host" is the more useful thing to say */
+	if (memchr(in, '@', len))
+		return norm_fail(out, outsz, why, GW_R_USERINFO, -EINVAL);
+	for (i = 0; i < len; i++)
+		if ((unsigned char)in[i] >= 0x80)
+			return norm_fail(out, outsz, why, GW_R_NON_ASCII_HOST, -EINVAL);
+
+	rc = gw_addr_parse_literal(in, len, &ss);
+	if (rc < 0)
+		return norm_fail(out, outsz, why, GW_R_BAD_HOST, -EINVAL);
+	if (rc == 1) {
+		if (gw_addr_format((const struct sockaddr *)&ss, out, outsz) < 0)
+			return norm_fail(out, outsz, why, GW_R_INTERNAL, -ENOSPC);
+		return 0;
+	}
+
+	if (in[len - 1] == '.')
+		len--;
+	if (len == 0 || len > NAME_MAX_LEN)
+		return norm_fail(out, outsz, why, GW_R_BAD_HOST, -EINVAL);
+	if (len >= outsz)
+		return norm_fail(out, outsz, why, GW_R_INTERNAL, -ENOSPC);
+	for (i = 0; i < len; i++) {
+		char c = in[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (c == '.') {
+			if (label == 0 || out[i - 1] == '-')
+				return norm_fail(out, outsz, why, GW_R_BAD_HOST, -EINVAL);
+			label = 0;
+		} else if (name_char(c)) {
+			if (c == '-' && label == 0)
+				return norm_fail(out, outsz, why, GW_R_BAD_HOST, -EINVAL);
+			if (++label > LABEL_MAX_LEN)
+				return norm_fail(out, outsz, why, GW_R_BAD_HOST, -EINVAL);
+		} else {
+			return norm_fail(out, outsz, why, GW_R_BAD_HOST, -EINVAL);
+		}
+		out[i] = c;
+	}
+	if (label == 0 || out[len - 1] == '-')
+		return norm_fail(out, outsz, why, GW_R_BAD_HOST, -EINVAL);
+	out[len] = '\0';
+	return 0;
+}
+
+/* ---- hashing and the table -------------------------------------------- */
+
+static uint64_t rhash_step(uint64_t h, char c)
+{
+	return (h ^ (unsigned char)c) * FNV_PRIME;
+}
+
+/* FNV-1a over s, last byte first (see the top of the file). */
+static uint64_t rhash(const char *s, size_t n)
+{
+	uint64_t h = FNV_OFFSET;
+
+	while (n > 0)
+		h = rhash_step(h, s[--n]);
+	return h;
+}
+
+static const struct pol_node *table_find(const struct gw_policy *p, const char *key,
+					 size_t len, uint64_t h)
+{
+	size_t mask = p->tabsz - 1, i;
+
+	for (i = (size_t)h & mask;; i = (i + 1) & mask) {
+		const struct pol_node *n = &p->table[i];
+
+		if (!n->key)
+			return NULL;    /* the table is never full: tabsz > 2 × rules */
+		if (n->hash == h && n->keylen == len && memcmp(n->key, key, len) == 0)
+			return n;
+	}
+}
+
+static struct pol_node *table_insert(struct gw_policy *p, const char *key, size_t len)
+{
+	uint64_t h = rhash(key, len);
+	size_t mask = p->tabsz - 1, i;
+
+	for (i = (size_t)h & mask;; i = (i + 1) & mask) {
+		struct pol_node *n = &p->table[i];
+
+		if (!n->key) {
+			n->key = key;
+			n->keylen = len;
+			n->hash = h;
+			return n;
+		}
+		if (n->hash == h && n->keylen == len && memcmp(n->key, key, len) == 0)
+			return n;
+	}
+}
+
+/* ---- matching --------------------------------------------------------- */
+
+/* Does rule r, found by an exact probe (exact) or a suffix probe, apply to
+ * port? A wildcard never matches its own apex: the apex is an exact probe. */
+static bool rule_hits(const struct pol_rule *r, bool exact, uint16_t port)
+{
+	if (r->wildcard == exact)
+		return false;
+	if (r->port)
+		return r->port == port;
+	if (r->kind == PK_DENY)
+		return true;
+	return port == 80 || port == 443;
+}
+
+/* Collects the nodes that may hold rules for host, most specific first:
+ * the exact key, then label suffixes from the longest. IP literals get the
+ * exact probe only. Returns how many. */
+static size_t collect(const struct gw_policy *p, const char *host, size_t len, bool ip,
+		      struct pol_hit hits[MAX_HITS])
+{
+	struct pol_hit rev[MAX_HITS];
+	uint64_t h = FNV_OFFSET;
+	size_t n = 0, i, j;
+
+	for (i = len; i > 0; i--) {
+		const struct pol_node *node = NULL;
+		bool exact = false;
+
+		h = rhash_step(h, host[i - 1]);
+		j = i - 1;              /* h is now the hash of host + j */
+		if (j == 0) {
+			node = table_find(p, host, len, h);
+			exact = true;
+		} else if (!ip && host[j - 1] == '.') {
+			node = table_find(p, host + j, len - j, h);
+		}
+		if (node && n < MAX_HITS) {
+			rev[n].node = node;
+			rev[n].exact = exact;
+			n++;
+		}
+	}
+	for (i = 0; i < n; i++)
+		hits[i] = rev[n - 1 - i];
+	return n;
+}
+
+static const struct pol_rule *find_rule(const struct gw_policy *p, const struct pol_hit *hits,
+					size_t nhits, enum pol_kind kind, uint16_t port)
+{
+	size_t i, k;
+
+	for (i = 0; i < nhits; i++) {
+		const struct pol_node *node = hits[i].node;
+
+		for (k = 0; k < node->n; k++) {
+			const struct pol_rule *r = &p->rules[p->order[node->first + k]];
+
+			if (r->kind == kind && rule_hits(r, hits[i].exact, port))
+				return r;
+		}
+	}
+	return NULL;
+}
+
+/* Deny rules naming an IPv4 address also catch IPv6 spellings that embed
+ * it (NAT64, 6to4, ...): those reach the same host. */
+static const struct pol_rule *find_embedded_deny(const struct gw_policy *p,
+						 const struct sockaddr_storage *ss, uint16_t port)
+{
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+	struct in_addr v4[GW_ADDR_EMBED_MAX];
+	size_t n, i;
+
+	if (ss->ss_family != AF_INET6)
+		return NULL;
+	n = gw_addr_embedded_v4(&sin6->sin6_addr, v4);
+	for (i = 0; i < n; i++) {
+		char text[INET_ADDRSTRLEN];
+		struct pol_hit hit;
+		const struct pol_rule *r;
+		size_t len;
+
+		if (!inet_ntop(AF_INET, &v4[i], text, sizeof(text)))
+			continue;
+		len = strlen(text);
+		hit.node = table_find(p, text, len, rhash(text, len));
+		hit.exact = true;
+		if (!hit.node)
+			continue;
+		r = find_rule(p, &hit, 1, PK_DENY, port);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+/* Checks that host is in normal form; fills len and ip. */
+static int host_ok(const char *host, size_t *len, struct sockaddr_storage *ss, bool *ip,
+		   enum gw_reason *why)
+{
+	char buf[GW_HOST_MAX];
+	int rc;
+
+	*why = GW_R_BAD_HOST;
+	if (!host)
+		return -EINVAL;
+	*len = strnlen(host, GW_HOST_MAX);
+	if (*len >= GW_HOST_MAX)
+		return -EINVAL;
+	if (gw_host_normalize(host, *len, buf, sizeof(buf), why) < 0)
+		return -EINVAL;
+	if (strcmp(buf, host) != 0) {
+		/* a caller skipped normalisation: an uppercase name would miss
+		 * its deny rule; refuse rather than guess */
+		*why = GW_R_BAD_HOST;
+		return -EINVAL;
+	}
+	rc = gw_addr_parse_literal(host, *len, ss);
+	*ip = rc == 1;
+	*why = GW_R_NONE;
+	return 0;
+}
+
+/* ---- decisions -------------------------------------------------------- */
+
+static int refuse(struct gw_policy_decision *d, enum gw_reason why)
+{
+	d->allow = false;
+	d->report_only = false;
+	d->reason = why;
+	return -EACCES;
+}
+
+static int refuse_rules(const struct gw_policy *p, struct gw_policy_decision *d,
+			enum gw_reason why, const struct pol_rule *r, bool by_tenant)
+{
+	d->reason = why;
+	d->by_tenant = by_tenant;
+	if (r) {
+		d->rule = r->text;
+		d->pos = r->pos;
+	}
+	if (p->mode == CONF_POLICY_REPORT) {
+		d->allow = true;
+		d->report_only = true;
+		return 0;
+	}
+	d->allow = false;
+	return -EACCES;
+}
+
+int gw_policy_check(const struct gw_policy *p, const char *host, uint16_t port,
+		    struct gw_policy_decision *d)
+{
+	struct pol_hit hits[MAX_HITS];
+	struct sockaddr_storage ss;
+	const struct pol_rule *r;
+	enum gw_reason why;
+	size_t len, nhits;
+	bool ip;
+
+	memset(d, 0, sizeof(*d));
+	d->reason = GW_R_NONE;
+	if (!p)
+		return refuse(d, GW_R_INTERNAL);
+	if (host_ok(host, &len, &ss, &ip, &why) < 0)
+		return refuse(d, why);
+	if (port == 0)
+		return refuse(d, GW_R_BAD_PORT);
+
+	nhits = collect(p, host, len, ip, hits);
+	r = find_rule(p, hits, nhits, PK_DENY, port);
+	if (!r && ip)
+		r = find_embedded_deny(p, &ss, port);
+	if (r)
+		return refuse_rules(p, d, GW_R_DENIED, r, false);
+
+	r = find_rule(p, hits, nhits, PK_ALLOW, port);
+	if (!r)
+		return refuse_rules(p, d, GW_R_NOT_ALLOWED, NULL, false);
+	if (p->has_narrow && !find_rule(p, hits, nhits, PK_NARROW, port))
+		return refuse_rules(p, d, GW_R_NOT_ALLOWED, NULL, true);
+
+	d->allow = true;
+	d->rule = r->text;
+	d->pos = r->pos;
+	return 0;
+}
+
+int gw_policy_check_addr(const struct gw_policy *p, const struct sockaddr *sa,
+			 struct gw_policy_decision *d)
+{
+	enum gw_reason why;
+
+	memset(d, 0, sizeof(*d));
+	d->reason = GW_R_NONE;
+	if (!p)
+		return refuse(d, GW_R_INTERNAL);
+	if (gw_addr_check(sa, &p->allow_private, &why) < 0)
+		return refuse(d, why);
+	d->allow = true;
+	return 0;
+}
+
+bool gw_policy_intercepts(const struct gw_policy *p, const char *host, uint16_t port)
+{
+	struct pol_hit hits[MAX_HITS];
+	struct sockaddr_storage ss;
+	enum gw_reason why;
+	size_t len, nhits;
+	bool ip;
+
+	if (!p || port == 0 || host_ok(host, &len, &ss, &ip, &why) < 0)
+		return false;
+	nhits = collect(p, host, len, ip, hits);
+	return find_rule(p, hits, nhits, PK_INTERCEPT, port) != NULL;
+}
+
+/* Was a credential with r's header already given by a match that comes
+ * before (hit hi, rule ki) in specificity order? */
+static bool header_seen(const struct gw_policy *p, const struct pol_hit *hits, size_t hi,
+			size_t ki, uint16_t port, const char *header)
+{
+	size_t i, k;
+
+	for (i = 0; i <= hi; i++) {
+		const struct pol_node *node = hits[i].node;
+		size_t end = i == hi ? ki : node->n;
+
+		for (k = 0; k < end; k++) {
+			const struct pol_rule *r = &p->rules[p->order[node->first + k]];
+
+			if (r->kind == PK_CRED && rule_hits(r, hits[i].exact, port) &&
+			    strcasecmp(p->creds[r->cred].header, header) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+int gw_policy_credentials(const struct gw_policy *p, const char *host, uint16_t port,
+			  gw_policy_cred_cb cb, void *arg)
+{
+	struct pol_hit hits[MAX_HITS];
+	struct sockaddr_storage ss;
+	enum gw_reason why;
+	size_t len, nhits, i, k;
+	bool ip;
+	int rc;
+
+	if (!p || !cb || port == 0 || host_ok(host, &len, &ss, &ip, &why) < 0)
+		return 0;
+	nhits = collect(p, host, len, ip, hits);
+	for (i = 0; i < nhits; i++) {
+		const struct pol_node *node = hits[i].node;
+
+		for (k = 0; k < node->n; k++) {
+			const struct pol_rule *r = &p->rules[p->order[node->first + k]];
+			const struct conf_credential *c;
+
+			if (r->kind != PK_CRED || !rule_hits(r, hits[i].exact, port))
+				continue;
+			c = &p->creds[r->cred];
+			if (header_seen(p, hits, i, k, port, c->header))
+				continue;
+			rc = cb(c, arg);
+			if (rc != 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/* ---- accessors -------------------------------------------------------- */
+
+const char *gw_policy_version(const struct gw_policy *p)
+{
+	return p ? p->version : "";
+}
+
+const char *gw_policy_name(const struct gw_policy *p)
+{
+	return p && p->name ? p->name : "";
+}
+
+enum conf_policy_mode gw_policy_mode(const struct gw_policy *p)
+{
+	return p ? p->mode : CONF_POLICY_ENFORCE;
+}
+
+const struct conf_cidrs *gw_policy_allow_private(const struct gw_policy *p)
+{
+	return p ? &p->allow_private : NULL;
+}
+
+/* ---- lifetime --------------------------------------------------------- */
+
+static void policy_destroy(struct gw_policy *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->nrules; i++) {
+		free(p->rules[i].key);
+		free(p->rules[i].text);
+	}
+	for (i = 0; i < p->ncreds; i++) {
+		struct conf_credential *c = &p->creds[i];
+
+		if (c->value.value) {
+			explicit_bzero(c->value.value, c->value.len);
+			free(c->value.value);
+		}
+		free(c->value.ref);
+		free(c->header);
+		free(c->host.host);
+	}
+	free(p->creds);
+	free(p->rules);
+	free(p->order);
+	free(p->table);
+	free(p->allow_private.v);
+	free(p->name);
+	free(p);
+}
+
+struct gw_policy *gw_policy_ref(struct gw_policy *p)
+{
+	if (p)
+		__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+	return p;
+}
+
+void gw_policy_unref(struct gw_policy *p)
+{
+	if (p && __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		policy_destroy(p);
+}
+
+void gw_policy_free(struct gw_policy *p)
+{
+	gw_policy_unref(p);
+}
+
+/* ---- compiling -------------------------------------------------------- */
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* Adds one rule from a host pattern. -EINVAL for a host that does not
+ * normalise or a wildcard over an IP literal; -ENOMEM. */
+static int add_rule(struct gw_policy *p, enum pol_kind kind, const struct conf_hostpat *hp,
+		    uint32_t cred)
+{
+	struct pol_rule *r = &p->rules[p->nrules];
+	struct sockaddr_storage ss;
+	char key[GW_HOST_MAX];
+	enum gw_reason why;
+	const char *h;
+	size_t hlen;
+	bool v6 = false;
+	int n;
+
+	if (!hp->host)
+		return -EINVAL;
+	h = hp->host;
+	hlen = strlen(h);
+	if (gw_host_normalize(h, hlen, key, sizeof(key), &why) < 0)
+		return -EINVAL;
+	if (gw_addr_parse_literal(key, strlen(key), &ss) == 1) {
+		if (hp->wildcard)
+			return -EINVAL;
+		v6 = ss.ss_family == AF_INET6;
+	}
+
+	memset(r, 0, sizeof(*r));
+	r->kind = (uint8_t)kind;
+	r->wildcard = hp->wildcard;
+	r->port = hp->port;
+	r->cred = cred;
+	r->pos = hp->pos;
+	r->keylen = strlen(key);
+	r->key = strdup(key);
+	if (!r->key)
+		return -ENOMEM;
+	p->nrules++;            /* from here policy_destroy() frees r */
+	if (hp->port && v6)
+		n = asprintf(&r->text, "[%s]:%u", key, (unsigned)hp->port);
+	else if (hp->port)
+		n = asprintf(&r->text, "%s%s:%u", hp->wildcard ? "*." : "", key,
+			     (unsigned)hp->port);
+	else
+		n = asprintf(&r->text, "%s%s", hp->wildcard ? "*." : "", key);
+	if (n < 0) {
+		r->text = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int add_list(struct gw_policy *p, enum pol_kind kind, const struct conf_hostpats *l)
+{
+	size_t i;
+	int rc;
+
+	if (!l || (l->n > 0 && !l->v))
+		return l ? -EINVAL : 0;
+	for (i = 0; i < l->n; i++) {
+		rc = add_rule(p, kind, &l->v[i], 0);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int copy_creds(struct gw_policy *p, const struct conf_policy *cp)
+{
+	size_t i;
+	int rc;
+
+	if (cp->ncredentials == 0)
+		return 0;
+	if (!cp->credentials)
+		return -EINVAL;
+	p->creds = calloc(cp->ncredentials, sizeof(*p->creds));
+	if (!p->creds)
+		return -ENOMEM;
+	for (i = 0; i < cp->ncredentials; i++) {
+		const struct conf_credential *src = &cp->credentials[i];
+		struct conf_credential *c = &p->creds[i];
+		struct pol_rule *r;
+
+		if (!src->header || src->header[0] == '\0')
+			return -EINVAL;
+		p->ncreds++;    /* from here policy_destroy() frees c */
+		c->pos = src->pos;
+		c->host = src->host;
+		c->host.host = NULL;
+		c->value.len = src->value.len;
+		c->value.pos = src->value.pos;
+		c->header = strdup(src->header);
+		c->value.ref = dup_or_null(src->value.ref);
+		if (!c->header || (src->value.ref && !c->value.ref))
+			return -ENOMEM;
+		if (src->value.value) {
+			c->value.value = malloc(src->value.len + 1);
+			if (!c->value.value)
+				return -ENOMEM;
+			memcpy(c->value.value, src->value.value, src->value.len);
+			c->value.value[src->value.len] = '\0';
+		}
+		rc = add_rule(p, PK_CRED, &src->host, (uint32_t)i);
+		if (rc < 0)
+			return rc;
+		r = &p->rules[p->nrules - 1];
+		c->host.host = strdup(r->key);  /* normalised, like the rule */
+		if (!c->host.host)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int build_table(struct gw_policy *p)
+{
+	struct pol_node **of;
+	size_t i, sum = 0;
+
+	p->tabsz = 16;
+	while (p->tabsz <= 2 * p->nrules)
+		p->tabsz *= 2;
+	p->table = calloc(p->tabsz, sizeof(*p->table));
+	p->order = calloc(p->nrules ? p->nrules : 1, sizeof(*p->order));
+	of = calloc(p->nrules ? p->nrules : 1, sizeof(*of));
+	if (!p->table || !p->order || !of) {
+		free(of);
+		return -ENOMEM;
+	}
+	for (i = 0; i < p->nrules; i++) {
+		of[i] = table_insert(p, p->rules[i].key, p->rules[i].keylen);
+		of[i]->n++;
+	}
+	for (i = 0; i < p->tabsz; i++) {
+		p->table[i].first = (uint32_t)sum;
+		sum += p->table[i].n;
+		p->table[i].n = 0;
+	}
+	for (i = 0; i < p->nrules; i++)
+		p->order[of[i]->first + of[i]->n++] = (uint32_t)i;
+	free(of);
+	return 0;
+}
+
+/* ---- the version ------------------------------------------------------ */
+
+struct strv {
+	char **v;
+	size_t n;
+	size_t cap;
+};
+
+static int strv_add(struct strv *s, char *item)
+{
+	if (!item)
+		return -ENOMEM;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		char **v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v) {
+			free(item);
+			return -ENOMEM;
+		}
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = item;
+	return 0;
+}
+
+/* asprintf() that hands back NULL on failure */
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, f);
+	n = vasprintf(&s, f, ap);
+	va_end(ap);
+	return n < 0 ? NULL : s;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *cidr_item(const struct conf_cidr *c)
+{
+	uint8_t a[16] = { 0 };
+	char text[INET6_ADDRSTRLEN];
+	unsigned bits = c->family == AF_INET ? 32 : 128, i;
+
+	if ((c->family != AF_INET && c->family != AF_INET6) || c->prefix > bits)
+		return fmt("P ? %d %u", c->family, (unsigned)c->prefix);
+	/* mask host bits: 10.1.0.0/8 and 10.0.0.0/8 are one range */
+	for (i = 0; i < bits / 8; i++) {
+		unsigned keep = c->prefix >= 8 * (i + 1) ? 8 :
+				c->prefix > 8 * i ? c->prefix - 8 * i : 0;
+
+		a[i] = (uint8_t)(c->addr[i] & (0xff00 >> keep));
+	}
+	if (!inet_ntop(c->family, a, text, sizeof(text)))
+		return fmt("P ? %d %u", c->family, (unsigned)c->prefix);
+	return fmt("P %s/%u", text, (unsigned)c->prefix);
+}
+
+/* Items are length-prefixed so that no text can imitate another item. */
+static int compute_version(struct gw_policy *p)
+{
+	static const char tags[] = { [PK_DENY] = 'D', [PK_ALLOW] = 'A', [PK_INTERCEPT] = 'I',
+				     [PK_CRED] = 'C', [PK_NARROW] = 'N' };
+	struct strv s = { 0 };
+	uint64_t h = FNV_OFFSET;
+	size_t i, k;
+	int rc = 0;
+
+	/* "V": the serialisation's own version, bumped if it changes */
+	rc = strv_add(&s, fmt("V 1"));
+	if (rc == 0)
+		rc = strv_add(&s, fmt("M %s", p->mode == CONF_POLICY_REPORT ? "report" : "enforce"));
+	if (rc == 0)
+		rc = strv_add(&s, fmt("T %s", p->has_narrow ? "narrowed" : "open"));
+	for (i = 0; rc == 0 && i < p->nrules; i++) {
+		const struct pol_rule *r = &p->rules[i];
+
+		if (r->kind == PK_CRED) {
+			const struct conf_credential *c = &p->creds[r->cred];
+			const char *ref = c->value.ref ? c->value.ref : "";
+			char *hdr = strdup(c->header);
+
+			if (!hdr) {
+				rc = -ENOMEM;
+				break;
+			}
+			for (k = 0; hdr[k]; k++)
+				if (hdr[k] >= 'A' && hdr[k] <= 'Z')
+					hdr[k] = (char)(hdr[k] - 'A' + 'a');
+			rc = strv_add(&s, fmt("C %d %u %zu:%s %zu:%s %zu:%s", r->wildcard,
+					      (unsigned)r->port, r->keylen, r->key, strlen(hdr),
+					      hdr, strlen(ref), ref));
+			free(hdr);
+		} else {
+			rc = strv_add(&s, fmt("%c %d %u %zu:%s", tags[r->kind], r->wildcard,
+					      (unsigned)r->port, r->keylen, r->key));
+		}
+	}
+	for (i = 0; rc == 0 && i < p->allow_private.n; i++)
+		rc = strv_add(&s, cidr_item(&p->allow_private.v[i]));
+
+	if (rc == 0) {
+		qsort(s.v, s.n, sizeof(*s.v), cmp_str);
+		for (i = 0; i < s.n; i++) {
+			const char *c;
+
+			if (i > 0 && strcmp(s.v[i], s.v[i - 1]) == 0)
+				continue;       /* duplicates change nothing */
+			for (c = s.v[i]; *c; c++)
+				h = (h ^ (unsigned char)*c) * FNV_PRIME;
+			h = (h ^ '\n') * FNV_PRIME;
+		}
+		snprintf(p->version, sizeof(p->version), "%016" PRIx64, h);
+	}
+	for (i = 0; i < s.n; i++)
+		free(s.v[i]);
+	free(s.v);
+	return rc;
+}
+
+struct gw_policy *gw_policy_new(const struct conf_policy *cp, const struct conf_hostpats *narrow)
+{
+	struct gw_policy *p;
+	size_t total;
+	int rc;
+
+	if (!cp) {
+		errno = EINVAL;
+		return NULL;
+	}
+	total = cp->allow.n + cp->deny.n + cp->intercept.n + cp->ncredentials +
+		(narrow ? narrow->n : 0);
+	if (total > UINT32_MAX / 4) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->refs = 1;
+	p->mode = cp->mode;
+	p->has_narrow = narrow != NULL;
+	p->name = strdup(cp->name ? cp->name : "");
+	p->rules = calloc(total ? total : 1, sizeof(*p->rules));
+	if (!p->name || !p->rules) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (cp->allow_private.n > 0) {
+		if (!cp->allow_private.v) {
+			rc = -EINVAL;
+			goto out;
+		}
+		p->allow_private.v = calloc(cp->allow_private.n, sizeof(*p->allow_private.v));
+		if (!p->allow_private.v) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(p->allow_private.v, cp->allow_private.v,
+		       cp->allow_private.n * sizeof(*p->allow_private.v));
+		p->allow_private.n = cp->allow_private.n;
+	}
+
+	rc = add_list(p, PK_DENY, &cp->deny);
+	if (rc == 0)
+		rc = add_list(p, PK_ALLOW, &cp->allow);
+	if (rc == 0)
+		rc = add_list(p, PK_INTERCEPT, &cp->intercept);
+	if (rc == 0)
+		rc = copy_creds(p, cp);
+	if (rc == 0)
+		rc = add_list(p, PK_NARROW, narrow);
+	if (rc == 0)
+		rc = build_table(p);
+	if (rc == 0)
+		rc = compute_version(p);
+out:
+	if (rc < 0) {
+		policy_destroy(p);
+		errno = -rc;
+		return NULL;
+	}
+	return p;
+}

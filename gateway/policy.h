@@ -1,0 +1,107 @@
+/* policy.h: the policy engine every door calls.
+ *
+ * Pure: no I/O, no logging. A struct gw_policy is compiled once from a
+ * conf_policy (and a tenant's egress list) when a claim is made, then pinned
+ * to the claim; it copies everything it needs, so it outlives the struct conf
+ * it came from (a reload must not change a live claim). It is immutable: any
+ * thread may check against it; ref/unref are atomic.
+ *
+ * Matching, the same for allow, deny, intercept, credentials and the tenant
+ * list: "example.com" matches that name only; "*.example.org" matches every
+ * name below example.org at any depth but not example.org itself; IP rules
+ * match only that address (in any spelling: rules and hosts are both
+ * canonicalised). A rule with a port matches that port only; one without
+ * matches ports 80 and 443, except a deny rule without a port, which matches
+ * every port (deny wins, so "deny: [evil.com]" must not leave evil.com:8443
+ * open to an "allow: [*.com:8443]").
+ * A lookup costs one hash probe per label of the host, whatever the number
+ * of rules.
+ */
+#ifndef SLUICE_GW_POLICY_H
+#define SLUICE_GW_POLICY_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "conf-t.h"
+#include "policy-t.h"
+#include "reason-t.h"
+
+/* Normalises the host of a request (`len` bytes at `in`, no NUL needed) into
+ * out (outsz >= GW_HOST_MAX always suffices): lowercase, one trailing dot
+ * stripped; IP literals in any spelling become their canonical text
+ * ("2130706433" -> "127.0.0.1", "[::FFFF:7f00:1]" -> "127.0.0.1",
+ * "[2001:DB8::1]" -> "2001:db8::1", no brackets).
+ * Returns 0, or -EINVAL with *why (never NULL):
+ *   GW_R_USERINFO       an '@' anywhere;
+ *   GW_R_NON_ASCII_HOST a byte >= 0x80 (IDNs must come as "xn--" punycode);
+ *   GW_R_BAD_HOST       empty, empty label, label over 63 or name over 253
+ *                       bytes, a byte outside [a-z0-9-_.] in a name, a label
+ *                       starting or ending with '-', a malformed or ambiguous
+ *                       numeric host ("1.2.3.4.5", "08", "a.1"), an IPv6 zone.
+ * or -ENOSPC (out too small for the result; *why = GW_R_INTERNAL).
+ * On failure out holds "" when outsz > 0. */
+int gw_host_normalize(const char *in, size_t len, char *out, size_t outsz,
+		      enum gw_reason *why);
+
+/* Compiles policy p, narrowed by a tenant's egress list (NULL: no tenant
+ * list; an empty list allows nothing). Borrows p and narrow for the call
+ * only. Returns the policy with one reference, or NULL with errno ENOMEM,
+ * or EINVAL when p is NULL or a rule's host does not normalise (conf
+ * validation should have refused it). */
+struct gw_policy *gw_policy_new(const struct conf_policy *p,
+				const struct conf_hostpats *narrow);
+
+/* Takes a reference; returns p. */
+struct gw_policy *gw_policy_ref(struct gw_policy *p);
+/* Drops a reference; the last one frees the policy and wipes its copies of
+ * credential values. NULL is a no-op. */
+void gw_policy_unref(struct gw_policy *p);
+/* The same as gw_policy_unref(): the creator's way to drop its reference. */
+void gw_policy_free(struct gw_policy *p);
+
+/* Decides whether `host` (already normalised by gw_host_normalize(); a host
+ * that is not is refused with the reason normalising gives, or
+ * GW_R_BAD_HOST) may be reached on `port`. Order: deny rules of the policy,
+ * then its allow rules, then the tenant list; the first refusal is the
+ * reason. A host that is an IPv6 literal embedding IPv4 (NAT64, 6to4, ...)
+ * is also refused by a deny rule naming the embedded IPv4 address. In
+ * report mode a rule refusal still allows (report_only); bad host and bad
+ * port never do. Fills *d always.
+ * Returns 0 when d->allow, else -EACCES. */
+int gw_policy_check(const struct gw_policy *p, const char *host, uint16_t port,
+		    struct gw_policy_decision *d);
+
+/* The address check for this layer: gw_addr_check() with the layer's
+ * allow_private, as a decision (reason GW_R_PRIVATE_ADDRESS). Enforced in
+ * report mode too: the private address list protects the node itself
+ * (loopback API, metadata), not the tenant's traffic. 0 or -EACCES. */
+int gw_policy_check_addr(const struct gw_policy *p, const struct sockaddr *sa,
+			 struct gw_policy_decision *d);
+
+/* True if TLS to host:port is to be terminated (an `intercept` rule
+ * matches). Says nothing about whether the host is allowed. */
+bool gw_policy_intercepts(const struct gw_policy *p, const char *host, uint16_t port);
+
+/* Calls cb for each credential whose host pattern matches host:port, most
+ * specific pattern first (exact, then the longest wildcard suffix), conf
+ * order among equals, skipping a header name already given by a more
+ * specific match. Returns 0, or the first nonzero value cb returned. Does
+ * not check that the host is allowed: call it after gw_policy_check(). */
+int gw_policy_credentials(const struct gw_policy *p, const char *host, uint16_t port,
+			  gw_policy_cred_cb cb, void *arg);
+
+/* The layer's version: FNV-1a 64 over a canonical, sorted serialisation of
+ * mode, allow/deny/intercept rules, allow_private, credentials (host,
+ * header and reference text, never the value) and the tenant list, as 16
+ * hex digits. Equal layers give equal versions whatever the rule order,
+ * duplicates or spelling of IP rules. Owned by p. */
+const char *gw_policy_version(const struct gw_policy *p);
+
+/* The policy's name ("" if it had none), owned by p. */
+const char *gw_policy_name(const struct gw_policy *p);
+enum conf_policy_mode gw_policy_mode(const struct gw_policy *p);
+/* The layer's allow_private list, owned by p (for gw_addr_check()). */
+const struct conf_cidrs *gw_policy_allow_private(const struct gw_policy *p);
+
+#endif
