@@ -8,9 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "conf.h"
 #include "log.h"
 #include "loop.h"
+#include "snap.h"
+#include "worker.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0"
@@ -23,6 +26,8 @@ struct gw_daemon {
 	struct conf *conf;              /* the running configuration */
 	const char *conf_path;          /* NULL: the compiled-in default */
 	unsigned reloads;
+	struct gw_worker *workers;
+	unsigned nworkers;
 };
 
 static void
@@ -83,6 +88,48 @@ apply_log(const struct conf *c)
 	gw_log_setup(c->daemon.log_level, c->daemon.log_format, STDERR_FILENO);
 }
 
+/* Makes c the configuration new connections see. 0, or -1 (logged). */
+static int
+apply(struct conf *c)
+{
+	struct gw_snap *s;
+	char err[256];
+	int rc;
+
+	s = gw_snap_new(c, err, sizeof(err));
+	if (!s) {
+		gw_log_errx("%s", err);
+		return -1;
+	}
+	rc = gw_access_setup(c->gateway.access_log);
+	if (rc < 0) {
+		errno = -rc;
+		gw_log_err("cannot open the access log %s", c->gateway.access_log);
+		gw_snap_unref(s);
+		return -1;
+	}
+	gw_snap_publish(s);
+	apply_log(c);
+	return 0;
+}
+
+/* What a reload cannot change without a restart, said once. */
+static void
+warn_restart_only(const struct conf *old, const struct conf *c)
+{
+	const struct conf_hostport *a = &old->gateway.listen_forward, *b = &c->gateway.listen_forward;
+
+	if (a->set != b->set || a->port != b->port ||
+	    (a->set && memcmp(&a->addr, &b->addr, a->addrlen) != 0))
+		gw_log_warnx("gateway.listen.forward changes on restart only");
+	if (old->gateway.workers != c->gateway.workers)
+		gw_log_warnx("gateway.workers changes on restart only");
+	if (old->gateway.ndns_servers != c->gateway.ndns_servers ||
+	    old->gateway.dns_timeout_ms != c->gateway.dns_timeout_ms ||
+	    old->gateway.dns_attempts != c->gateway.dns_attempts)
+		gw_log_warnx("gateway.dns changes on restart only");
+}
+
 static void
 reload(struct gw_daemon *dm)
 {
@@ -91,16 +138,18 @@ reload(struct gw_daemon *dm)
 
 	gw_log_info("SIGHUP: reloading the configuration from %s", name);
 	c = load(dm->conf_path, emit_log);
-	if (!c) {
+	if (!c || apply(c) < 0) {
+		conf_unref(c);
 		gw_log_errx("configuration reload failed: keeping the running configuration");
 		return;
 	}
-	/* Live claims keep the layer they pinned; what a reload changes is
-	 * what new connections and claims see. */
+	/* Connections in flight keep the snapshot they started with; live
+	 * claims keep the layer they pinned. A reload changes what new
+	 * connections and claims see. */
+	warn_restart_only(dm->conf, c);
 	conf_unref(dm->conf);
 	dm->conf = c;
 	dm->reloads++;
-	apply_log(c);
 	gw_log_info("configuration reloaded (reload %u)", dm->reloads);
 }
 
@@ -189,8 +238,26 @@ main(int argc, char **argv)
 		gw_log_err("cannot watch signals");
 		goto out;
 	}
-	gw_log_info("sluiced %s started (pid %d, configuration %s)", SLUICE_VERSION,
-		    (int)getpid(), dm.conf_path ? dm.conf_path : "<default>");
+	if (apply(dm.conf) < 0) {
+		rc = -EINVAL;
+		goto out;
+	}
+	{
+		char err[256];
+
+		dm.nworkers = dm.conf->gateway.workers ? dm.conf->gateway.workers : gw_workers_auto();
+		dm.workers = gw_workers_start(dm.conf, dm.nworkers, err, sizeof(err));
+		if (!dm.workers) {
+			gw_log_errx("%s", err);
+			rc = -EINVAL;
+			goto out;
+		}
+	}
+	if (dm.conf->gateway.listen_forward.set)
+		gw_log_info("forward door on %s:%u", dm.conf->gateway.listen_forward.host,
+			    dm.conf->gateway.listen_forward.port);
+	gw_log_info("sluiced %s started (pid %d, configuration %s, %u workers)", SLUICE_VERSION,
+		    (int)getpid(), dm.conf_path ? dm.conf_path : "<default>", dm.nworkers);
 	rc = gw_loop_run(dm.loop);
 	if (rc < 0) {
 		errno = -rc;
@@ -199,6 +266,8 @@ main(int argc, char **argv)
 		gw_log_info("stopped");
 	}
 out:
+	gw_workers_stop(dm.workers, dm.nworkers);
+	gw_snap_publish(NULL);
 	gw_loop_free(dm.loop);
 	conf_unref(dm.conf);
 	return rc < 0 ? 1 : 0;

@@ -1,0 +1,110 @@
+/* access.c: the access log. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "access.h"
+#include "log.h"
+#include "reason.h"
+
+static int access_fd = -2;      /* -2: through the log; -1: off */
+
+int
+gw_access_setup(const char *dest)
+{
+	int fd;
+
+	if (strcmp(dest, "stderr") == 0) {
+		fd = -2;
+	} else if (strcmp(dest, "off") == 0) {
+		fd = -1;
+	} else {
+		fd = open(dest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+		if (fd < 0)
+			return -errno;
+	}
+	if (access_fd >= 0)
+		close(access_fd);
+	access_fd = fd;
+	return 0;
+}
+
+/* A value fit for a k=v text field: no space, no quote, no control byte;
+ * anything else becomes '?', so a field is one token. */
+static const char *
+token(const char *s, char *buf, size_t bufsz)
+{
+	size_t i;
+
+	if (!s || !*s)
+		return "-";
+	for (i = 0; s[i] && i + 1 < bufsz; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		buf[i] = (ch > 0x20 && ch < 0x7f && ch != '"' && ch != '=') ? (char)ch : '?';
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
+static const char *
+jstr(const char *s, char *buf, size_t bufsz)
+{
+	if (!s)
+		return "";
+	gw_json_escape(buf, bufsz, s, strlen(s));
+	return buf;
+}
+
+void
+gw_access_write(const struct gw_access *a)
+{
+	char b[8][300], line[2048], ts[40];
+	int n;
+
+	if (access_fd == -1)
+		return;
+	if (gw_log_format() == CONF_LOG_JSON) {
+		gw_log_timestamp(ts, sizeof(ts));
+		n = snprintf(line, sizeof(line),
+			     "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"access\",\"door\":\"%s\","
+			     "\"client\":\"%s\",\"src\":\"%s\",\"policy\":\"%s\",\"method\":\"%s\","
+			     "\"host\":\"%s\",\"port\":%u,\"decision\":\"%s\",\"reason\":\"%s\","
+			     "\"upstream\":\"%s\",\"status\":%u,\"bytes_in\":%llu,\"bytes_out\":%llu,"
+			     "\"duration_ms\":%llu}\n",
+			     ts, a->door, jstr(a->client, b[0], sizeof(b[0])),
+			     jstr(a->src, b[1], sizeof(b[1])), jstr(a->policy, b[2], sizeof(b[2])),
+			     jstr(a->method, b[3], sizeof(b[3])), jstr(a->host, b[4], sizeof(b[4])),
+			     a->port, a->decision, gw_reason_name(a->reason),
+			     jstr(a->upstream, b[5], sizeof(b[5])), a->status,
+			     (unsigned long long)a->bytes_in, (unsigned long long)a->bytes_out,
+			     (unsigned long long)a->duration_ms);
+		if (n > 0 && (size_t)n < sizeof(line))
+			(void)!write(access_fd >= 0 ? access_fd : 2, line, (size_t)n);
+		return;
+	}
+	n = snprintf(line, sizeof(line),
+		     "access door=%s client=%s src=%s policy=%s method=%s host=%s port=%u "
+		     "decision=%s reason=%s upstream=%s status=%u bytes_in=%llu bytes_out=%llu "
+		     "duration_ms=%llu",
+		     a->door, token(a->client, b[0], sizeof(b[0])), token(a->src, b[1], sizeof(b[1])),
+		     token(a->policy, b[2], sizeof(b[2])), token(a->method, b[3], sizeof(b[3])),
+		     token(a->host, b[4], sizeof(b[4])), a->port, a->decision,
+		     gw_reason_name(a->reason), token(a->upstream, b[5], sizeof(b[5])), a->status,
+		     (unsigned long long)a->bytes_in, (unsigned long long)a->bytes_out,
+		     (unsigned long long)a->duration_ms);
+	if (n <= 0)
+		return;
+	if (access_fd == -2) {
+		gw_log_info("%s", line);
+	} else {
+		char out[2200];
+
+		gw_log_timestamp(ts, sizeof(ts));
+		n = snprintf(out, sizeof(out), "%s %s\n", ts, line);
+		if (n > 0 && (size_t)n < sizeof(out))
+			(void)!write(access_fd, out, (size_t)n);
+	}
+}

@@ -1,0 +1,50 @@
+/* tunnel-t.h: a byte tunnel between two sockets (CONNECT, WebSocket,
+ * later SOCKS5), types only. */
+#ifndef SLUICE_GW_TUNNEL_T_H
+#define SLUICE_GW_TUNNEL_T_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reason-t.h"
+
+#define GW_TUNNEL_BUF 16384
+
+enum gw_tunnel_side {
+	GW_TUNNEL_C2U = 0,      /* client to upstream */
+	GW_TUNNEL_U2C,
+};
+
+/* One direction: bytes read from `from` and written to `to`, through a
+ * pipe with splice(2), or through `buf` when copying. Bytes already read
+ * before the tunnel began (a request pipelined after CONNECT) are preloaded
+ * into buf and sent first: splicing starts only once buf is empty. */
+struct gw_tunnel_dir {
+	int from;
+	int to;
+	int pipe[2];            /* -1 when copying */
+	size_t in_pipe;
+	char *buf;              /* allocated on first use */
+	size_t start;
+	size_t end;
+	uint64_t bytes;         /* delivered to `to` */
+	bool eof;               /* `from` said EOF */
+	bool shut;              /* `to` was shut down for writing */
+	bool want_in;           /* blocked reading `from` */
+	bool want_out;          /* blocked writing `to` */
+};
+
+enum gw_tunnel_status {
+	GW_TUNNEL_RUNNING = 0,
+	GW_TUNNEL_DONE,         /* both directions ended cleanly */
+	GW_TUNNEL_ERROR,        /* a reset or an error: see reason */
+};
+
+struct gw_tunnel {
+	struct gw_tunnel_dir dir[2];
+	bool splice;
+	enum gw_reason reason;
+};
+
+#endif

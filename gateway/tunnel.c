@@ -1,0 +1,214 @@
+/* tunnel.c: one relay routine, parameterised by direction. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tunnel.h"
+
+/* The most one splice(2) moves into the pipe: the default pipe size. */
+#define SPLICE_CHUNK 65536
+
+static void
+dir_init(struct gw_tunnel_dir *d, int from, int to, bool use_splice)
+{
+	memset(d, 0, sizeof(*d));
+	d->from = from;
+	d->to = to;
+	d->pipe[0] = d->pipe[1] = -1;
+	if (use_splice && pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0)
+		d->pipe[0] = d->pipe[1] = -1;
+}
+
+static void
+dir_unsplice(struct gw_tunnel_dir *d)
+{
+	if (d->pipe[0] >= 0) {
+		close(d->pipe[0]);
+		close(d->pipe[1]);
+		d->pipe[0] = d->pipe[1] = -1;
+	}
+}
+
+void
+gw_tunnel_init(struct gw_tunnel *t, int cfd, int ufd, bool use_splice)
+{
+	memset(t, 0, sizeof(*t));
+	t->splice = use_splice;
+	dir_init(&t->dir[GW_TUNNEL_C2U], cfd, ufd, use_splice);
+	dir_init(&t->dir[GW_TUNNEL_U2C], ufd, cfd, use_splice);
+}
+
+static int
+dir_buf(struct gw_tunnel_dir *d)
+{
+	if (!d->buf && !(d->buf = malloc(GW_TUNNEL_BUF)))
+		return -ENOMEM;
+	return 0;
+}
+
+int
+gw_tunnel_preload(struct gw_tunnel *t, enum gw_tunnel_side side, const char *p, size_t n)
+{
+	struct gw_tunnel_dir *d = &t->dir[side];
+
+	if (n == 0)
+		return 0;
+	if (dir_buf(d) < 0)
+		return -ENOMEM;
+	if (n > GW_TUNNEL_BUF - d->end)
+		return -ENOSPC;
+	memcpy(d->buf + d->end, p, n);
+	d->end += n;
+	return 0;
+}
+
+static enum gw_reason
+io_reason(int err, bool writing_to_upstream)
+{
+	(void)err;
+	return writing_to_upstream ? GW_R_UPSTREAM_RESET : GW_R_CLIENT_CLOSED;
+}
+
+/* Moves what it can in one direction. Returns 1 if bytes moved, 0 if it
+ * is blocked or finished, -1 on an error (reason set). */
+static int
+dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream)
+{
+	int moved = 0;
+
+	d->want_in = d->want_out = false;
+	for (int rounds = 0;; rounds++) {
+		ssize_t n;
+
+		if (rounds == 64) {
+			/* A fair share moved: let the loop run others, and come
+			 * back as soon as either side is ready again. */
+			d->want_in = !d->eof;
+			d->want_out = d->start < d->end || d->in_pipe;
+			return moved;
+		}
+
+		/* 1. Bytes in user space go first, in order. */
+		if (d->start < d->end) {
+			n = send(d->to, d->buf + d->start, d->end - d->start, MSG_NOSIGNAL);
+			if (n < 0) {
+				if (errno == EAGAIN || errno == EINTR) {
+					d->want_out = errno == EAGAIN;
+					if (d->want_out)
+						return moved;
+					continue;
+				}
+				t->reason = io_reason(errno, to_upstream);
+				return -1;
+			}
+			d->start += (size_t)n;
+			d->bytes += (uint64_t)n;
+			moved = 1;
+			if (d->start == d->end)
+				d->start = d->end = 0;
+			continue;
+		}
+		/* 2. Then bytes in the pipe. */
+		if (d->in_pipe) {
+			n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n < 0) {
+				if (errno == EAGAIN) {
+					d->want_out = true;
+					return moved;
+				}
+				if (errno == EINTR)
+					continue;
+				t->reason = io_reason(errno, to_upstream);
+				return -1;
+			}
+			d->in_pipe -= (size_t)n;
+			d->bytes += (uint64_t)n;
+			moved = 1;
+			continue;
+		}
+		/* 3. Everything read was delivered: pass EOF on. */
+		if (d->eof) {
+			if (!d->shut) {
+				shutdown(d->to, SHUT_WR);
+				d->shut = true;
+			}
+			return moved;
+		}
+		/* 4. Read more. */
+		if (d->pipe[0] >= 0) {
+			n = splice(d->from, NULL, d->pipe[1], NULL, SPLICE_CHUNK,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n < 0 && (errno == EINVAL || errno == ENOSYS)) {
+				/* This pair of fds cannot splice: copy. */
+				dir_unsplice(d);
+				continue;
+			}
+			if (n > 0)
+				d->in_pipe += (size_t)n;
+		} else {
+			if (dir_buf(d) < 0) {
+				t->reason = GW_R_INTERNAL;
+				return -1;
+			}
+			n = recv(d->from, d->buf, GW_TUNNEL_BUF, 0);
+			if (n > 0)
+				d->end = (size_t)n;
+		}
+		if (n == 0) {
+			d->eof = true;
+			continue;
+		}
+		if (n < 0) {
+			if (errno == EAGAIN) {
+				d->want_in = true;
+				return moved;
+			}
+			if (errno == EINTR)
+				continue;
+			t->reason = io_reason(errno, !to_upstream);
+			return -1;
+		}
+		moved = 1;
+	}
+}
+
+enum gw_tunnel_status
+gw_tunnel_run(struct gw_tunnel *t, uint32_t *cev, uint32_t *uev, bool *moved)
+{
+	struct gw_tunnel_dir *c2u = &t->dir[GW_TUNNEL_C2U], *u2c = &t->dir[GW_TUNNEL_U2C];
+	int a, b;
+
+	*moved = false;
+	*cev = *uev = 0;
+	a = dir_run(t, c2u, true);
+	b = a < 0 ? 0 : dir_run(t, u2c, false);
+	if (a < 0 || b < 0)
+		return GW_TUNNEL_ERROR;
+	*moved = a > 0 || b > 0;
+	if (c2u->shut && u2c->shut)
+		return GW_TUNNEL_DONE;
+	if (c2u->want_in)
+		*cev |= EPOLLIN;
+	if (u2c->want_out)
+		*cev |= EPOLLOUT;
+	if (u2c->want_in)
+		*uev |= EPOLLIN;
+	if (c2u->want_out)
+		*uev |= EPOLLOUT;
+	return GW_TUNNEL_RUNNING;
+}
+
+void
+gw_tunnel_fini(struct gw_tunnel *t)
+{
+	for (int i = 0; i < 2; i++) {
+		dir_unsplice(&t->dir[i]);
+		free(t->dir[i].buf);
+		t->dir[i].buf = NULL;
+	}
+}

@@ -1,0 +1,33 @@
+/* tunnel.h: relaying both directions of a tunnel with half-close.
+ *
+ * The tunnel does no I/O registration of its own: gw_tunnel_run() moves
+ * what it can without blocking and says which fd waits for what; the
+ * caller, which owns the watches and the timers, sets them. */
+#ifndef SLUICE_GW_TUNNEL_H
+#define SLUICE_GW_TUNNEL_H
+
+#include "tunnel-t.h"
+
+/* Sets t up between the client fd and the upstream fd (both non-blocking,
+ * both borrowed). With use_splice, each direction gets a pipe for
+ * splice(2); if pipes cannot be had, or splice is refused by the kernel
+ * (EINVAL, ENOSYS) later, that direction copies instead. */
+void gw_tunnel_init(struct gw_tunnel *t, int cfd, int ufd, bool use_splice);
+
+/* Queues n bytes to be written in direction `side` before anything read
+ * later. 0 or -ENOMEM/-ENOSPC (over GW_TUNNEL_BUF). */
+int gw_tunnel_preload(struct gw_tunnel *t, enum gw_tunnel_side side,
+		      const char *p, size_t n);
+
+/* Moves bytes both ways until every direction would block or has ended.
+ * Sets *cev and *uev to the EPOLLIN/EPOLLOUT interest each fd needs and
+ * *moved when any byte moved (the caller's idle timer). When one direction
+ * reaches EOF its destination is shut down for writing (half-close) and
+ * the other keeps going. */
+enum gw_tunnel_status gw_tunnel_run(struct gw_tunnel *t, uint32_t *cev,
+				    uint32_t *uev, bool *moved);
+
+/* Frees buffers and pipes; the fds stay open (the caller's). */
+void gw_tunnel_fini(struct gw_tunnel *t);
+
+#endif

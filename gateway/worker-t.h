@@ -1,0 +1,32 @@
+/* worker-t.h: one gateway worker thread (types only). */
+#ifndef SLUICE_GW_WORKER_T_H
+#define SLUICE_GW_WORKER_T_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "loop-t.h"
+
+struct gw_dns;
+struct gw_fwd_conn;
+
+/* A worker owns one event loop, one resolver and its own listening socket
+ * on every door (SO_REUSEPORT spreads connections), so that nothing on a
+ * connection's path is shared between threads but the immutable
+ * configuration snapshot and a few atomic counters. */
+struct gw_worker {
+	unsigned id;
+	pthread_t thread;
+	struct gw_loop *loop;
+	struct gw_dns *dns;
+	int forward_fd;                 /* -1: no forward door */
+	struct gw_io forward_io;
+	int stop_fd;                    /* an eventfd: stop the loop */
+	struct gw_io stop_io;
+	struct gw_fwd_conn *conns;      /* every live connection, for shutdown */
+	bool use_splice;
+	uint64_t accepted;
+};
+
+#endif

@@ -1,0 +1,22 @@
+/* worker.h: the gateway's worker threads. */
+#ifndef SLUICE_GW_WORKER_H
+#define SLUICE_GW_WORKER_H
+
+#include <stddef.h>
+
+#include "conf-t.h"
+#include "worker-t.h"
+
+/* Starts n workers (n >= 1) for the configuration c: each makes its loop,
+ * its resolver and its listening sockets (SO_REUSEPORT) before this
+ * returns, so that a bad address fails the start, not a later thread.
+ * Returns the array, or NULL with one line in err. */
+struct gw_worker *gw_workers_start(const struct conf *c, unsigned n, char *err, size_t errsz);
+
+/* Stops every worker (each closes its connections) and joins them. */
+void gw_workers_stop(struct gw_worker *w, unsigned n);
+
+/* The number of workers `workers: auto` means here. */
+unsigned gw_workers_auto(void);
+
+#endif
