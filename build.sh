@@ -11,12 +11,15 @@ PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev
   libcmocka-dev libjansson-dev"
 PKGS_TEST="curl wget git python3 iproute2 procps nftables nginx-light
   dnsmasq-base nghttp2-client"
+# Only ./build.sh bench installs these: the proxies sluice is compared with.
+PKGS_BENCH="wrk tinyproxy squid"
 
 say() { printf '==> %s\n' "$*"; }
 
+# cmd_deps [PACKAGE...]: the build and test packages, plus any named.
 cmd_deps() {
 	local missing=()
-	for p in $PKGS_BUILD $PKGS_TEST; do
+	for p in $PKGS_BUILD $PKGS_TEST "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
 			missing+=("$p")
 	done
@@ -28,8 +31,9 @@ cmd_deps() {
 	fi
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
-	# nginx-light's postinst starts nginx on port 80 of this machine; the
-	# tests run their own nginx in namespaces, so keep the service down.
+	# nginx-light's postinst starts nginx on port 80 of this machine (and
+	# squid's and tinyproxy's start theirs); the tests and benchmarks run
+	# their own in namespaces, so keep the services down.
 	printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
 	chmod +x /usr/sbin/policy-rc.d
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
@@ -74,6 +78,19 @@ cmd_run() {
 	exec build/gateway/sluiced --config conf/sluice.yaml "$@"
 }
 
+# Runs every benchmark, bench/*.sh, against build/gateway/sluiced; each
+# prints its own table (see bench/README.md).
+cmd_bench() {
+	cmd_deps $PKGS_BENCH
+	cmd_build
+	local b
+	for b in bench/*.sh; do
+		[ -f "$b" ] || continue
+		say "benchmark ${b#bench/}"
+		SLUICED="$PWD/build/gateway/sluiced" SL_SRC="$PWD" bash "$b"
+	done
+}
+
 # Runs every libFuzzer target for FUZZ_SECONDS (default 60) each, on a
 # scratch copy of its seed corpus; crashes land in build/fuzz/crashes/.
 cmd_fuzz() {
@@ -101,6 +118,7 @@ usage: ./build.sh COMMAND
   build  build into build/ (CMake, -Wall -Wextra -Werror)
   test   deps, build, unit tests, unit tests under ASan+UBSan, end-to-end tests
   run    deps, build, run sluiced in the foreground on conf/sluice.yaml
+  bench  deps (with wrk, tinyproxy, squid), build, run every bench/*.sh
   fuzz   run every libFuzzer target for FUZZ_SECONDS (default 60) each
 HELP
 }
@@ -110,6 +128,7 @@ deps) cmd_deps ;;
 build) cmd_deps; cmd_build ;;
 test) cmd_test ;;
 run) shift; cmd_run "$@" ;;
+bench) cmd_bench ;;
 fuzz) cmd_fuzz ;;
 help|-h|--help) cmd_help ;;
 *) cmd_help >&2; exit 2 ;;

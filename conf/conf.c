@@ -1833,14 +1833,14 @@ out:
 struct conf *
 conf_ref(struct conf *c)
 {
-	c->refs++;
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
 	return c;
 }
 
 void
 conf_unref(struct conf *c)
 {
-	if (c && --c->refs == 0)
+	if (c && __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0)
 		conf_arena_free(c->arena);
 }
 

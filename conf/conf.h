@@ -27,8 +27,8 @@ struct conf *conf_load_file(const char *path, struct conf_diag *d);
 struct conf *conf_load_mem(const char *name, const char *buf, size_t len,
 			   struct conf_diag *d);
 
-/* Reference counting: a struct conf is immutable and may be shared by
- * holders on one thread; conf_unref() frees (and wipes secrets) at zero.
+/* Reference counting (atomic): a struct conf is immutable and may be shared
+ * across threads; conf_unref() frees (and wipes secrets) at zero.
  * conf_unref(NULL) is a no-op. */
 struct conf *conf_ref(struct conf *c);
 void conf_unref(struct conf *c);

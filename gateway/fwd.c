@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -141,6 +142,11 @@ struct gw_fwd_conn {
 
 	struct gw_tunnel tun;
 	size_t linger_left;
+	/* A read that cannot find anything is skipped: the response to a
+	 * request sent a moment ago, or the next request of a client that is
+	 * still reading our response. Saves a recv() per message. */
+	bool skip_up_read;
+	bool skip_client_read;
 };
 
 static uint64_t fwd_live;
@@ -254,34 +260,39 @@ half_read(struct fwd_half *h, int fd, size_t limit)
 	return n;
 }
 
-/* Writes what is ready. Returns 1 if all was written, 0 if it would
- * block, -errno on error. */
+/* Writes what is ready, the rebuilt head and the body after it in one
+ * sendmsg(2). Returns 1 if all was written, 0 if it would block, -errno on
+ * error. */
 static int
 half_write(struct fwd_half *h, int fd)
 {
 	while (half_pending(h)) {
-		const char *p;
-		size_t n;
+		struct iovec iov[2];
+		struct msghdr msg = { .msg_iov = iov };
+		size_t head = h->hlen - h->hpos;
 		ssize_t r;
 
-		if (h->hpos < h->hlen) {
-			p = h->hbuf + h->hpos;
-			n = h->hlen - h->hpos;
-		} else {
-			p = h->buf + h->wpos;
-			n = h->fend - h->wpos;
+		if (head) {
+			iov[msg.msg_iovlen].iov_base = h->hbuf + h->hpos;
+			iov[msg.msg_iovlen++].iov_len = head;
 		}
-		r = send(fd, p, n, MSG_NOSIGNAL);
+		if (h->wpos < h->fend) {
+			iov[msg.msg_iovlen].iov_base = h->buf + h->wpos;
+			iov[msg.msg_iovlen++].iov_len = h->fend - h->wpos;
+		}
+		r = sendmsg(fd, &msg, MSG_NOSIGNAL);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			return errno == EAGAIN ? 0 : -errno;
 		}
-		if (h->hpos < h->hlen)
-			h->hpos += (size_t)r;
-		else
-			h->wpos += (size_t)r;
 		h->out += (uint64_t)r;
+		if ((size_t)r <= head) {
+			h->hpos += (size_t)r;
+		} else {
+			h->hpos = h->hlen;
+			h->wpos += (size_t)r - head;
+		}
 	}
 	if (h->wpos == h->len) {
 		h->wpos = h->fend = h->parsed = h->len = 0;
@@ -865,6 +876,7 @@ fwd_start_exchange(struct gw_fwd_conn *c)
 	gw_h1_parser_set_request_method(&c->parser, c->req.method_id);
 	c->client_keep = c->req.keep_alive;
 	c->close_after = false;
+	c->skip_up_read = true;         /* the request is not even sent yet */
 	fwd_set_state(c, FWD_EXCHANGE);
 }
 
@@ -996,6 +1008,9 @@ fwd_exchange_done(struct gw_fwd_conn *c)
 	c->down.len = c->down.parsed = c->down.wpos = c->down.fend = 0;
 	c->method[0] = c->host[0] = '\0';
 	gw_h1_parser_init(&c->parser, GW_H1_REQUEST, gwconf(c)->max_header_bytes);
+	/* A client reading our response has not sent its next request yet,
+	 * unless it pipelined it (then it is in the buffer already). */
+	c->skip_client_read = true;
 	fwd_set_state(c, FWD_HEAD);
 }
 
@@ -1086,7 +1101,8 @@ fwd_run_head(struct gw_fwd_conn *c)
 				return true;
 			}
 		}
-		/* The idle upstream connection may close meanwhile. */
+		if (c->skip_client_read)
+			return false;
 		n = half_read(up, c->cfd, limit);
 		if (n == -EAGAIN)
 			return false;
@@ -1141,8 +1157,6 @@ fwd_run_exchange(struct gw_fwd_conn *c, uint32_t *cev, uint32_t *uev)
 			fwd_close(c, GW_R_CLIENT_CLOSED);
 			return false;
 		}
-	} else if (rc == 1 && up->done && half_pending(up)) {
-		moved = true;
 	}
 
 	/* upstream -> client */
@@ -1159,12 +1173,17 @@ fwd_run_exchange(struct gw_fwd_conn *c, uint32_t *cev, uint32_t *uev)
 		fwd_exchange_done(c);
 		return c->state == FWD_HEAD;
 	}
+	if (c->skip_up_read) {
+		*uev |= EPOLLIN;
+		return moved;
+	}
 	{
 		ssize_t n = half_read(down, c->ufd, down->in_body ? FWD_BUF
 							     : gwconf(c)->max_header_bytes + FWD_BUF);
 
 		if (n == -EAGAIN) {
 			*uev |= EPOLLIN;
+			c->skip_up_read = true;
 			return moved;
 		}
 		if (n < 0 && n != -ENOBUFS) {
@@ -1329,10 +1348,14 @@ fwd_io(struct gw_loop *l, struct gw_io *io, uint32_t events)
 	(void)l;
 	if (c->state == FWD_CLOSED)
 		return;
+	if (io == &c->cio)
+		c->skip_client_read = false;
 	if (io == &c->uio) {
+		c->skip_up_read = false;
 		if (c->state == FWD_CONNECTING) {
 			fwd_connected(c);
-		} else if (c->state == FWD_HEAD && c->u_idle) {
+		} else if (c->state == FWD_HEAD && c->u_idle &&
+			   (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))) {
 			/* An idle upstream connection spoke or closed: it
 			 * cannot carry a next request any more. */
 			gw_io_del(l, &c->uio);
@@ -1342,7 +1365,6 @@ fwd_io(struct gw_loop *l, struct gw_io *io, uint32_t events)
 			return;
 		}
 	}
-	(void)events;
 	fwd_run(c);
 }
 
