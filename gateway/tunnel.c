@@ -9,8 +9,10 @@
 
 #include "tunnel.h"
 
-/* The most one splice(2) moves into the pipe: the default pipe size. */
-#define SPLICE_CHUNK 65536
+/* Each direction's pipe is grown to this (fewer splice calls per byte on
+ * bulk transfers), and one splice(2) moves at most this much into it. A
+ * pipe that cannot grow keeps the default 64 KiB and still works. */
+#define SPLICE_CHUNK (1 << 20)
 
 static void
 dir_init(struct gw_tunnel_dir *d, int from, int to, bool use_splice)
@@ -21,6 +23,8 @@ dir_init(struct gw_tunnel_dir *d, int from, int to, bool use_splice)
 	d->pipe[0] = d->pipe[1] = -1;
 	if (use_splice && pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0)
 		d->pipe[0] = d->pipe[1] = -1;
+	if (d->pipe[0] >= 0)
+		(void)fcntl(d->pipe[1], F_SETPIPE_SZ, SPLICE_CHUNK);
 }
 
 static void
