@@ -25,9 +25,24 @@ gw_access_setup(const char *dest)
 		if (fd < 0)
 			return -errno;
 	}
-	if (access_fd >= 0)
-		close(access_fd);
-	access_fd = fd;
+	/* Workers may be writing to the old descriptor right now: an open
+	 * file takes the old one's number in place (dup2 is atomic), so a
+	 * number is never closed under a writer nor reused for a socket. */
+	int old = __atomic_load_n(&access_fd, __ATOMIC_ACQUIRE);
+
+	if (old >= 0 && fd >= 0) {
+		if (dup2(fd, old) < 0) {
+			int e = errno;
+
+			close(fd);
+			return -e;
+		}
+		close(fd);
+		return 0;
+	}
+	/* Going from a file to stderr or off leaves the old file open: a
+	 * worker may hold its number; one descriptor is a small price. */
+	__atomic_store_n(&access_fd, fd, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -62,9 +77,10 @@ void
 gw_access_write(const struct gw_access *a)
 {
 	char b[8][300], line[2048], ts[40];
+	int fd = __atomic_load_n(&access_fd, __ATOMIC_ACQUIRE);
 	int n;
 
-	if (access_fd == -1)
+	if (fd == -1)
 		return;
 	if (gw_log_format() == CONF_LOG_JSON) {
 		gw_log_timestamp(ts, sizeof(ts));
@@ -82,7 +98,7 @@ gw_access_write(const struct gw_access *a)
 			     (unsigned long long)a->bytes_in, (unsigned long long)a->bytes_out,
 			     (unsigned long long)a->duration_ms);
 		if (n > 0 && (size_t)n < sizeof(line))
-			(void)!write(access_fd >= 0 ? access_fd : 2, line, (size_t)n);
+			(void)!write(fd >= 0 ? fd : 2, line, (size_t)n);
 		return;
 	}
 	n = snprintf(line, sizeof(line),
@@ -97,7 +113,7 @@ gw_access_write(const struct gw_access *a)
 		     (unsigned long long)a->duration_ms);
 	if (n <= 0)
 		return;
-	if (access_fd == -2) {
+	if (fd == -2) {
 		gw_log_info("%s", line);
 	} else {
 		char out[2200];
@@ -105,6 +121,6 @@ gw_access_write(const struct gw_access *a)
 		gw_log_timestamp(ts, sizeof(ts));
 		n = snprintf(out, sizeof(out), "%s %s\n", ts, line);
 		if (n > 0 && (size_t)n < sizeof(out))
-			(void)!write(access_fd, out, (size_t)n);
+			(void)!write(fd, out, (size_t)n);
 	}
 }

@@ -85,6 +85,7 @@ struct fwd_half {
 	bool done;              /* the message is complete (checked) */
 	bool eof;               /* the source closed */
 	uint64_t out;           /* bytes written to the destination */
+	uint64_t in;            /* bytes read from the source */
 };
 
 struct gw_fwd_conn {
@@ -147,6 +148,7 @@ struct gw_fwd_conn {
 	 * still reading our response. Saves a recv() per message. */
 	bool skip_up_read;
 	bool skip_client_read;
+	bool head_timed;        /* the head deadline is armed */
 };
 
 static uint64_t fwd_live;
@@ -159,6 +161,7 @@ gw_fwd_live(void)
 
 static void fwd_run(struct gw_fwd_conn *c);
 static void fwd_close(struct gw_fwd_conn *c, enum gw_reason why);
+static void fwd_touch(struct gw_fwd_conn *c);
 
 static void
 fwd_set_state(struct gw_fwd_conn *c, enum fwd_state s)
@@ -257,6 +260,7 @@ half_read(struct fwd_half *h, int fd, size_t limit)
 	if (n < 0)
 		return -errno;
 	h->len += (size_t)n;
+	h->in += (uint64_t)n;
 	return n;
 }
 
@@ -435,6 +439,9 @@ fwd_refuse(struct gw_fwd_conn *c, unsigned status, enum gw_reason reason, const 
 		gw_dns_cancel(c->dnsq);
 		c->dnsq = NULL;
 	}
+	/* A client that does not read its refusal is not waited for long. */
+	c->deadline_fixed = true;
+	gw_timer_arm(c->w->loop, &c->timer, FWD_HEAD_TIMEOUT_MS);
 	fwd_set_state(c, FWD_REFUSE);
 }
 
@@ -512,6 +519,7 @@ fwd_identify(struct gw_fwd_conn *c)
 	if (idx < 0 && pa) {
 		if (gw_ident_basic_decode(pa->value.p, pa->value.len, buf, sizeof(buf),
 					  &user, &ulen, &pass, &plen) < 0) {
+			explicit_bzero(buf, sizeof(buf));
 			fwd_refuse(c, 407, GW_R_AUTH_FAILED, "Proxy-Authorization is not valid Basic credentials");
 			return -1;
 		}
@@ -715,6 +723,16 @@ is_websocket_upgrade(const struct gw_h1_head *h)
 	       h->method_id == GW_H1_M_GET;
 }
 
+/* An idle upstream connection may carry the next request only if it has
+ * said nothing since the last response (no stray bytes, no close). */
+static bool
+upstream_quiet(int fd)
+{
+	char b;
+
+	return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
 /* A request head is complete: decide, then resolve and connect (or reuse
  * the idle upstream connection of the same origin and client). */
 static void
@@ -741,6 +759,7 @@ fwd_request(struct gw_fwd_conn *c)
 	c->down.out = 0;
 	c->logged = false;
 	c->denied = false;
+	c->head_timed = false;
 	c->requests++;
 	c->t_start = gw_loop_now(c->w->loop);
 
@@ -776,7 +795,8 @@ fwd_request(struct gw_fwd_conn *c)
 
 	/* Keep-alive reuse: same origin, same client identity. */
 	if (c->ufd >= 0 && c->u_idle && !c->is_connect && c->u_port == c->port &&
-	    c->u_client == c->client_idx && strcmp(c->u_host, c->host) == 0) {
+	    c->u_client == c->client_idx && strcmp(c->u_host, c->host) == 0 &&
+	    upstream_quiet(c->ufd)) {
 		c->u_idle = false;
 		fwd_start_exchange(c);
 		return;
@@ -832,9 +852,21 @@ fwd_build_request(struct gw_fwd_conn *c)
 
 		if (h->name.len == 4 && strncasecmp(h->name.p, "Host", 4) == 0)
 			continue;
+		/* Framing is written from what the parser decided, never
+		 * copied: a Connection field naming Content-Length must not
+		 * strip the framing the body is relayed by. */
+		if (h->name.len == 14 && strncasecmp(h->name.p, "Content-Length", 14) == 0)
+			continue;
 		if (gw_h1_hop_by_hop(&c->req, h->name.p, h->name.len))
 			continue;
 		gw_h1_write_header(&wr, h->name, h->value);
+	}
+	if (c->req.has_content_length) {
+		char cl[24];
+		int n = snprintf(cl, sizeof(cl), "%llu", (unsigned long long)c->req.content_length);
+
+		gw_h1_write_header(&wr, (struct gw_h1_span){ "Content-Length", 14 },
+				   (struct gw_h1_span){ cl, (size_t)n });
 	}
 	if (c->req.body == GW_H1_BODY_CHUNKED)
 		gw_h1_write_header(&wr, (struct gw_h1_span){ "Transfer-Encoding", 17 },
@@ -898,9 +930,20 @@ fwd_build_response(struct gw_fwd_conn *c, bool decode_chunked)
 	for (size_t i = 0; i < c->resp.nheaders; i++) {
 		const struct gw_h1_header *h = &c->resp.headers[i];
 
+		if (h->name.len == 14 && strncasecmp(h->name.p, "Content-Length", 14) == 0)
+			continue;
 		if (gw_h1_hop_by_hop(&c->resp, h->name.p, h->name.len))
 			continue;
 		gw_h1_write_header(&wr, h->name, h->value);
+	}
+	/* As for requests: framing from the parser's decision. A HEAD or 304
+	 * answer keeps the length it announces. */
+	if (c->resp.has_content_length && !decode_chunked && !switching) {
+		char cl[24];
+		int n = snprintf(cl, sizeof(cl), "%llu", (unsigned long long)c->resp.content_length);
+
+		gw_h1_write_header(&wr, (struct gw_h1_span){ "Content-Length", 14 },
+				   (struct gw_h1_span){ cl, (size_t)n });
 	}
 	if (switching) {
 		const struct gw_h1_header *u = gw_h1_header_find(&c->resp, "Upgrade");
@@ -977,6 +1020,27 @@ fwd_response_head(struct gw_fwd_conn *c)
 	return 0;
 }
 
+/* Ends a connection whose client may still be sending (a pipelined
+ * request, the rest of an upload the origin answered early): closing with
+ * unread input would reset the connection and could destroy the response
+ * in flight, so stop sending and read for a while first. */
+static void
+fwd_linger(struct gw_fwd_conn *c)
+{
+	if (c->ufd >= 0) {
+		gw_io_del(c->w->loop, &c->uio);
+		close(c->ufd);
+		c->ufd = -1;
+		c->u_idle = false;
+	}
+	shutdown(c->cfd, SHUT_WR);
+	c->linger_left = 1 << 20;
+	c->deadline_fixed = false;
+	fwd_set_state(c, FWD_LINGER);
+	fwd_touch(c);
+	c->deadline_fixed = true;
+}
+
 /* The response went out in full: log, then wait for the next request or
  * close. */
 static void
@@ -990,7 +1054,7 @@ fwd_exchange_done(struct gw_fwd_conn *c)
 	c->bytes_in += c->up.out > c->up.hlen ? c->up.out - c->up.hlen : 0;
 	fwd_log(c, GW_R_NONE);
 	if (c->close_after || !c->client_keep || !c->up.done) {
-		fwd_close(c, GW_R_NONE);
+		fwd_linger(c);
 		return;
 	}
 	if (!upstream_keep) {
@@ -1032,8 +1096,8 @@ fwd_start_tunnel(struct gw_fwd_conn *c, bool upgrade)
 		rc |= gw_tunnel_preload(&c->tun, GW_TUNNEL_U2C, down->buf + down->parsed,
 					down->len - down->parsed);
 		/* The request went out in full (a GET has no body). */
-		rc |= gw_tunnel_preload(&c->tun, GW_TUNNEL_C2U, up->buf + up->parsed,
-					up->len - up->parsed);
+		rc |= gw_tunnel_preload(&c->tun, GW_TUNNEL_C2U, up->buf + up->wpos,
+					up->len - up->wpos);
 	} else {
 		c->status = 200;
 		rc |= gw_tunnel_preload(&c->tun, GW_TUNNEL_U2C, established, sizeof(established) - 1);
@@ -1067,11 +1131,15 @@ fwd_touch(struct gw_fwd_conn *c)
 
 	if (c->deadline_fixed)
 		return;
-	/* A head must arrive whole within the head timeout, except that a
+	/* A head must arrive whole within the head timeout, counted from its
+	 * first byte (a byte now and then does not extend it), except that a
 	 * kept-alive connection may idle before its next request starts. */
-	if (c->state == FWD_HEAD && !(c->requests > 0 && c->up.len == 0))
+	if (c->state == FWD_HEAD && !(c->requests > 0 && c->up.len == 0)) {
+		if (c->head_timed)
+			return;
+		c->head_timed = true;
 		ms = ms < FWD_HEAD_TIMEOUT_MS ? ms : FWD_HEAD_TIMEOUT_MS;
-	else if (c->state == FWD_LINGER)
+	} else if (c->state == FWD_LINGER)
 		ms = FWD_LINGER_MS;
 	gw_timer_arm(c->w->loop, &c->timer, ms);
 }
@@ -1114,7 +1182,6 @@ fwd_run_head(struct gw_fwd_conn *c)
 			fwd_close(c, n == -ENOBUFS ? GW_R_HEADER_TOO_LARGE : GW_R_CLIENT_CLOSED);
 			return false;
 		}
-		fwd_touch(c);
 	}
 }
 
@@ -1173,20 +1240,21 @@ fwd_run_exchange(struct gw_fwd_conn *c, uint32_t *cev, uint32_t *uev)
 		fwd_exchange_done(c);
 		return c->state == FWD_HEAD;
 	}
-	if (c->skip_up_read) {
+	if (c->skip_up_read && down->parsed == down->len) {
 		*uev |= EPOLLIN;
 		return moved;
 	}
-	{
+	if (down->parsed == down->len) {
 		ssize_t n = half_read(down, c->ufd, down->in_body ? FWD_BUF
 							     : gwconf(c)->max_header_bytes + FWD_BUF);
 
 		if (n == -EAGAIN) {
 			*uev |= EPOLLIN;
 			c->skip_up_read = true;
-			return moved;
+			if (down->parsed == down->len)
+				return moved;
 		}
-		if (n < 0 && n != -ENOBUFS) {
+		if (n < 0 && n != -ENOBUFS && n != -EAGAIN) {
 			fwd_close(c, GW_R_UPSTREAM_RESET);
 			return false;
 		}
@@ -1207,7 +1275,8 @@ fwd_run_exchange(struct gw_fwd_conn *c, uint32_t *cev, uint32_t *uev)
 			fwd_close(c, GW_R_UPSTREAM_RESET);
 			return false;
 		}
-		moved = true;
+		if (n > 0)
+			moved = true;
 	}
 	while (!down->in_body) {
 		enum gw_h1_result r = gw_h1_head_parse(&c->parser, down->buf + down->parsed,
@@ -1242,6 +1311,7 @@ fwd_run(struct gw_fwd_conn *c)
 {
 	uint32_t cev = 0, uev = 0;
 	bool again = false;
+	uint64_t io = c->up.in + c->up.out + c->down.in + c->down.out;
 
 	for (int rounds = 0; rounds < 64; rounds++) {
 		again = false;
@@ -1296,12 +1366,7 @@ fwd_run(struct gw_fwd_conn *c)
 			 * sends for a while, so that closing with unread bytes
 			 * does not reset the connection before our answer is
 			 * read (a lingering close). */
-			shutdown(c->cfd, SHUT_WR);
-			c->linger_left = 1 << 20;
-			c->deadline_fixed = false;
-			fwd_set_state(c, FWD_LINGER);
-			fwd_touch(c);
-			c->deadline_fixed = true;
+			fwd_linger(c);
 			again = true;
 			break;
 		}
@@ -1328,6 +1393,8 @@ fwd_run(struct gw_fwd_conn *c)
 		if (!again)
 			break;
 	}
+	if (c->state == FWD_EXCHANGE && (cev | uev) == 0 && !again)
+		gw_log_debug("forward %s: exchange waits on nothing", c->src);
 	if (again) {
 		/* Still work to do after a fair share: let other connections
 		 * run first, and come back when the loop says the sockets are
@@ -1335,7 +1402,10 @@ fwd_run(struct gw_fwd_conn *c)
 		cev = EPOLLIN | EPOLLOUT;
 		uev = c->ufd >= 0 ? EPOLLIN | EPOLLOUT : 0;
 	}
-	if (c->state == FWD_EXCHANGE || c->state == FWD_HEAD)
+	/* Any byte in or out is activity: a slow but moving transfer is not
+	 * idle. */
+	if ((c->state == FWD_EXCHANGE || c->state == FWD_HEAD) &&
+	    io != c->up.in + c->up.out + c->down.in + c->down.out)
 		fwd_touch(c);
 	fwd_watch(c, cev, uev);
 }
@@ -1348,10 +1418,19 @@ fwd_io(struct gw_loop *l, struct gw_io *io, uint32_t events)
 	(void)l;
 	if (c->state == FWD_CLOSED)
 		return;
-	if (io == &c->cio)
+	if (io == &c->cio) {
 		c->skip_client_read = false;
+		if (events & EPOLLERR) {
+			fwd_close(c, GW_R_CLIENT_CLOSED);
+			return;
+		}
+	}
 	if (io == &c->uio) {
 		c->skip_up_read = false;
+		if ((events & EPOLLERR) && c->state != FWD_CONNECTING) {
+			fwd_close(c, GW_R_UPSTREAM_RESET);
+			return;
+		}
 		if (c->state == FWD_CONNECTING) {
 			fwd_connected(c);
 		} else if (c->state == FWD_HEAD && c->u_idle &&

@@ -23,7 +23,8 @@ struct gw_io {
 	uint32_t events;
 	gw_io_cb cb;
 	void *arg;
-	bool added;
+	bool added;             /* between gw_io_add() and gw_io_del() */
+	bool in_epoll;          /* false while its interest is 0 */
 };
 
 /* A one-shot timer, also caller-owned. Deadlines are CLOCK_MONOTONIC ms. */

@@ -65,6 +65,7 @@ gw_io_add(struct gw_loop *l, struct gw_io *io, int fd, uint32_t events,
 	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
 		return -errno;
 	io->added = true;
+	io->in_epoll = true;
 	return 0;
 }
 
@@ -73,13 +74,20 @@ gw_io_mod(struct gw_loop *l, struct gw_io *io, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = io };
 
+	int op;
+
 	if (!io->added)
 		return -EINVAL;
-	if (io->events == events)
+	if (io->events == events && io->in_epoll == (events != 0))
 		return 0;
-	if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, io->fd, &ev) < 0)
+	if (events == 0)
+		op = EPOLL_CTL_DEL;
+	else
+		op = io->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+	if (epoll_ctl(l->epfd, op, io->fd, op == EPOLL_CTL_DEL ? NULL : &ev) < 0)
 		return -errno;
 	io->events = events;
+	io->in_epoll = events != 0;
 	return 0;
 }
 
@@ -88,8 +96,10 @@ gw_io_del(struct gw_loop *l, struct gw_io *io)
 {
 	if (!io->added)
 		return;
-	(void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+	if (io->in_epoll)
+		(void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 	io->added = false;
+	io->in_epoll = false;
 	io->events = 0;
 }
 
@@ -398,8 +408,9 @@ gw_loop_run(struct gw_loop *l)
 		for (int i = 0; i < n; i++) {
 			struct gw_io *io = evs[i].data.ptr;
 
-			/* Removed by an earlier callback of this batch. */
-			if (!io->added)
+			/* Removed (or silenced) by an earlier callback of
+			 * this batch. */
+			if (!io->added || !io->in_epoll)
 				continue;
 			if (io == &l->sig_io)
 				signals_run(l);

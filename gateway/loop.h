@@ -22,6 +22,9 @@ uint64_t gw_loop_now(struct gw_loop *l);
 /* Watches io->fd for `events` (EPOLLIN, EPOLLOUT, ...). 0 or -errno. */
 int gw_io_add(struct gw_loop *l, struct gw_io *io, int fd, uint32_t events,
 	      gw_io_cb cb, void *arg);
+/* Changes the interest. An interest of 0 takes the fd out of epoll
+ * altogether, so that EPOLLHUP and EPOLLERR, which epoll reports whatever
+ * the interest, cannot wake a connection that waits on something else. */
 int gw_io_mod(struct gw_loop *l, struct gw_io *io, uint32_t events);
 /* Stops watching; does not close the fd. Safe on an io never added. An io
  * removed inside a callback may still be named by a later event of the same

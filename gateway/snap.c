@@ -175,12 +175,12 @@ int
 gw_ident_basic_decode(const char *v, size_t vlen, char *buf, size_t bufsz,
 		      const char **user, size_t *ulen, const char **pass, size_t *plen)
 {
-	size_t i = 0, o = 0, pad = 0;
+	size_t i = 0, o = 0, pad = 0, data = 0;
 	uint32_t acc = 0;
 	int bits = 0;
 	char *colon;
 
-	if (vlen < 6 || strncasecmp(v, "Basic ", 6) != 0)
+	if (bufsz == 0 || vlen < 6 || strncasecmp(v, "Basic ", 6) != 0)
 		return -EINVAL;
 	for (i = 6; i < vlen && v[i] == ' '; i++)
 		;
@@ -193,6 +193,7 @@ gw_ident_basic_decode(const char *v, size_t vlen, char *buf, size_t bufsz,
 		}
 		if (pad || (x = b64_value((unsigned char)v[i])) < 0)
 			return -EINVAL;
+		data++;
 		acc = (acc << 6) | (uint32_t)x;
 		bits += 6;
 		if (bits >= 8) {
@@ -202,7 +203,10 @@ gw_ident_basic_decode(const char *v, size_t vlen, char *buf, size_t bufsz,
 			buf[o++] = (char)((acc >> bits) & 0xff);
 		}
 	}
-	if (pad > 2)
+	/* Canonical base64 only: padding only to a multiple of four, and no
+	 * stray bits in the last character. */
+	if (pad > 2 || (pad && (data + pad) % 4 != 0) || (pad && bits != (pad == 1 ? 2 : 4)) ||
+	    (acc & ((1u << bits) - 1)) != 0 || data % 4 == 1)
 		return -EINVAL;
 	buf[o] = '\0';
 	if (memchr(buf, '\0', o) || !(colon = memchr(buf, ':', o)))

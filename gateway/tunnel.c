@@ -10,9 +10,13 @@
 #include "tunnel.h"
 
 /* Each direction's pipe is grown to this (fewer splice calls per byte on
- * bulk transfers), and one splice(2) moves at most this much into it. A
- * pipe that cannot grow keeps the default 64 KiB and still works. */
-#define SPLICE_CHUNK (1 << 20)
+ * bulk transfers, at a bounded cost in pinned kernel memory per tunnel),
+ * and one splice(2) moves at most this much into it. A pipe that cannot
+ * grow keeps the default 64 KiB and still works. */
+#define SPLICE_CHUNK (256 << 10)
+/* One gw_tunnel_run() moves at most this much per direction, so that one
+ * fast tunnel cannot keep a worker from its other connections. */
+#define DIR_SHARE (1 << 20)
 
 static void
 dir_init(struct gw_tunnel_dir *d, int from, int to, bool use_splice)
@@ -82,13 +86,14 @@ io_reason(int err, bool writing_to_upstream)
 static int
 dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream)
 {
+	uint64_t start = d->bytes;
 	int moved = 0;
 
 	d->want_in = d->want_out = false;
 	for (int rounds = 0;; rounds++) {
 		ssize_t n;
 
-		if (rounds == 64) {
+		if (rounds == 64 || d->bytes - start >= DIR_SHARE) {
 			/* A fair share moved: let the loop run others, and come
 			 * back as soon as either side is ready again. */
 			d->want_in = !d->eof;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -139,6 +140,54 @@ test_io_and_defer(void **state)
 	gw_loop_free(l);
 }
 
+static int hup_wakeups;
+
+static void
+count_hup(struct gw_loop *l, struct gw_io *io, uint32_t events)
+{
+	(void)l;
+	(void)io;
+	(void)events;
+	hup_wakeups++;
+}
+
+static void
+stop_timer(struct gw_loop *l, struct gw_timer *t)
+{
+	(void)t;
+	gw_loop_stop(l);
+}
+
+/* epoll reports EPOLLHUP whatever the interest: an fd whose interest is 0
+ * must be out of epoll, or a hung-up peer busy-loops its connection. */
+static void
+test_io_mod_zero_silences_hup(void **state)
+{
+	struct gw_loop *l = gw_loop_new();
+	struct gw_io io = { 0 };
+	struct gw_timer t;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	close(sv[1]);                   /* sv[0] is hung up now */
+	hup_wakeups = 0;
+	assert_int_equal(gw_io_add(l, &io, sv[0], EPOLLIN, count_hup, NULL), 0);
+	assert_int_equal(gw_io_mod(l, &io, 0), 0);
+	gw_timer_init(&t, stop_timer, NULL);
+	gw_timer_arm(l, &t, 50);
+	assert_int_equal(gw_loop_run(l), 0);
+	assert_int_equal(hup_wakeups, 0);
+	/* Interest back: it is reported again. */
+	assert_int_equal(gw_io_mod(l, &io, EPOLLIN), 0);
+	gw_timer_arm(l, &t, 20);
+	assert_int_equal(gw_loop_run(l), 0);
+	assert_true(hup_wakeups > 0);
+	gw_io_del(l, &io);
+	close(sv[0]);
+	gw_loop_free(l);
+}
+
 static int got_signal;
 
 static void
@@ -172,6 +221,7 @@ main(void)
 		cmocka_unit_test(test_timer_rearm_zero),
 		cmocka_unit_test(test_io_and_defer),
 		cmocka_unit_test(test_signals),
+		cmocka_unit_test(test_io_mod_zero_silences_hup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
