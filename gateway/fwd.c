@@ -593,6 +593,11 @@ fwd_connect_next(struct gw_fwd_conn *c)
 {
 	int err = 0;
 
+	/* The connect timeout covers every address tried, from the first. */
+	if (c->addr_next == 0) {
+		c->deadline_fixed = true;
+		gw_timer_arm(c->w->loop, &c->timer, gwconf(c)->connect_timeout_ms);
+	}
 	while (c->addr_next < c->addrs.naddrs) {
 		struct sockaddr_storage *ss = &c->addrs.addrs[c->addr_next++];
 		socklen_t sl = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
@@ -900,7 +905,8 @@ fwd_start_exchange(struct gw_fwd_conn *c)
 	up->wpos = up->fend = up->parsed;
 	gw_h1_body_init(&up->body, c->req.body, c->req.content_length, GW_H1_RAW);
 	up->in_body = true;
-	up->done = c->req.body == GW_H1_BODY_NONE;
+	up->done = c->req.body == GW_H1_BODY_NONE ||
+		   (c->req.body == GW_H1_BODY_LENGTH && c->req.content_length == 0);
 	up->out = 0;
 	half_reset(down);
 	down->out = 0;
@@ -1016,7 +1022,8 @@ fwd_response_head(struct gw_fwd_conn *c)
 	gw_h1_body_init(&down->body, c->resp.body, c->resp.content_length,
 			decode ? GW_H1_DECODE : GW_H1_RAW);
 	down->in_body = true;
-	down->done = c->resp.body == GW_H1_BODY_NONE;
+	down->done = c->resp.body == GW_H1_BODY_NONE ||
+		     (c->resp.body == GW_H1_BODY_LENGTH && c->resp.content_length == 0);
 	return 0;
 }
 
@@ -1185,6 +1192,23 @@ fwd_run_head(struct gw_fwd_conn *c)
 	}
 }
 
+/* The origin failed (reset, closed, errored) during an exchange. Before
+ * any of the response reached the client it can still be told why, with
+ * a 502; after, the connection can only end. */
+static void
+fwd_upstream_failed(struct gw_fwd_conn *c, int err)
+{
+	if (c->state == FWD_EXCHANGE && c->status == 0 && !c->down.in_body && c->down.out == 0) {
+		if (err)
+			fwd_refuse(c, 502, GW_R_UPSTREAM_RESET,
+				   "the origin reset the connection without a response: %s", strerror(err));
+		else
+			fwd_refuse(c, 502, GW_R_UPSTREAM_RESET, "the origin closed without a response");
+		return;
+	}
+	fwd_close(c, GW_R_UPSTREAM_RESET);
+}
+
 /* EXCHANGE: move request and response bytes. Returns false when nothing
  * more can happen now. */
 static bool
@@ -1201,8 +1225,8 @@ fwd_run_exchange(struct gw_fwd_conn *c, uint32_t *cev, uint32_t *uev)
 	}
 	rc = half_write(up, c->ufd);
 	if (rc < 0) {
-		fwd_close(c, GW_R_UPSTREAM_RESET);
-		return false;
+		fwd_upstream_failed(c, -rc);
+		return c->state == FWD_REFUSE;
 	}
 	if (rc == 0)
 		*uev |= EPOLLOUT;
@@ -1255,17 +1279,13 @@ fwd_run_exchange(struct gw_fwd_conn *c, uint32_t *cev, uint32_t *uev)
 				return moved;
 		}
 		if (n < 0 && n != -ENOBUFS && n != -EAGAIN) {
-			fwd_close(c, GW_R_UPSTREAM_RESET);
-			return false;
+			fwd_upstream_failed(c, (int)-n);
+			return c->state == FWD_REFUSE;
 		}
 		if (n == 0) {
 			down->eof = true;
 			if (!down->in_body) {
-				if (c->status == 0)
-					fwd_refuse(c, 502, GW_R_UPSTREAM_RESET,
-						   "the origin closed without a response");
-				else
-					fwd_close(c, GW_R_UPSTREAM_RESET);
+				fwd_upstream_failed(c, 0);
 				return c->state == FWD_REFUSE;
 			}
 			if (gw_h1_body_eof(&down->body) == GW_H1_DONE) {
@@ -1427,8 +1447,16 @@ fwd_io(struct gw_loop *l, struct gw_io *io, uint32_t events)
 	}
 	if (io == &c->uio) {
 		c->skip_up_read = false;
-		if ((events & EPOLLERR) && c->state != FWD_CONNECTING) {
-			fwd_close(c, GW_R_UPSTREAM_RESET);
+		/* (An idle upstream's error is handled below; a tunnel finds
+		 * its errors in send and recv.) */
+		if ((events & EPOLLERR) && c->state == FWD_EXCHANGE) {
+			int err = 0;
+			socklen_t len = sizeof(err);
+
+			getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &len);
+			fwd_upstream_failed(c, err);
+			if (c->state == FWD_REFUSE)
+				fwd_run(c);
 			return;
 		}
 		if (c->state == FWD_CONNECTING) {

@@ -1,0 +1,280 @@
+#!/bin/bash
+# bench/forward.sh: the forward door against a direct connection, tinyproxy
+# and squid, side by side, on loopback inside a network namespace of its own
+# (removed on exit). ./build.sh bench runs it; bench/README.md explains the
+# figures. Needs root, nginx, wrk, tinyproxy, squid, curl and python3.
+#
+#   SLUICED   the daemon (default: build/gateway/sluiced)
+#   BENCH_SECONDS  length of each wrk and CONNECT run (default 10)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SLUICED=${SLUICED:-$ROOT/build/gateway/sluiced}
+SECS=${BENCH_SECONDS:-10}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy no_proxy NO_PROXY
+
+for tool in nginx wrk tinyproxy squid curl; do
+	command -v "$tool" >/dev/null ||
+		{ echo "bench/forward.sh: $tool is missing (./build.sh bench installs it)" >&2; exit 1; }
+done
+[ -x "$SLUICED" ] || { echo "bench/forward.sh: no $SLUICED (./build.sh build)" >&2; exit 1; }
+
+TMP=$(mktemp -d /tmp/sl-bench-forward.XXXXXX)
+NS=sl-bench-$$
+PIDS=()
+cleanup() {
+	local rc=$? pid
+	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${PIDS[@]}"; do
+		for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$pid" 2>/dev/null || true
+	done
+	ip netns del "$NS" 2>/dev/null || true
+	ip netns del "$NS-fleet" 2>/dev/null || true
+	rm -rf "$TMP"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ip netns add "$NS"
+ip -n "$NS" link set lo up
+# Many short connections: a wide port range, inside this namespace only.
+ip netns exec "$NS" sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
+N() { ip netns exec "$NS" "$@"; }
+
+ORIGIN=127.0.0.1:8080
+SL=127.0.0.1:3128 TP=127.0.0.1:8888 SQ=127.0.0.1:3129
+
+# --- the origin: nginx, one worker ------------------------------------------
+mkdir -p "$TMP/www" "$TMP/nginx-tmp"
+head -c 1024 /dev/urandom > "$TMP/www/1k"
+head -c 1G /dev/zero > "$TMP/www/big"
+cat > "$TMP/nginx.conf" <<NGINX
+user root;
+worker_processes 1;
+pid $TMP/nginx.pid;
+error_log $TMP/nginx-error.log;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $TMP/nginx-tmp/body;
+	proxy_temp_path $TMP/nginx-tmp/proxy;
+	fastcgi_temp_path $TMP/nginx-tmp/fastcgi;
+	uwsgi_temp_path $TMP/nginx-tmp/uwsgi;
+	scgi_temp_path $TMP/nginx-tmp/scgi;
+	default_type application/octet-stream;
+	sendfile on;
+	keepalive_timeout 60s;
+	keepalive_requests 1000000;
+	server {
+		listen $ORIGIN reuseport backlog=4096;
+		root $TMP/www;
+	}
+}
+NGINX
+ip netns exec "$NS" nginx -e "$TMP/nginx-error.log" -c "$TMP/nginx.conf" -g 'daemon off;' &
+PIDS+=($!)
+
+# --- sluiced ---------------------------------------------------------------
+cat > "$TMP/sluice.yaml" <<YAML
+daemon:
+  data_dir: $TMP/data
+  fleet_netns: $NS-fleet
+  log: { level: warn, format: text }
+api: { listen: off, socket: off }
+gateway:
+  workers: auto
+  listen: { forward: $SL, socks: off }
+  clients:
+    - { name: bench, match: { source: 127.0.0.0/8 }, policy: bench }
+  dns: { servers: [127.0.0.1], timeout_ms: 500, attempts: 1 }
+  limits: { max_connections: 100000 }
+  access_log: off
+lanes: []
+pools: []
+tenants: []
+policies:
+  - name: bench
+    allow: ["$ORIGIN"]
+    allow_private: [127.0.0.0/8]
+YAML
+ip netns exec "$NS" "$SLUICED" --config "$TMP/sluice.yaml" 2>"$TMP/sluiced.log" &
+PIDS+=($!)
+
+# --- tinyproxy ---------------------------------------------------------------
+cat > "$TMP/tinyproxy.conf" <<TINY
+Port ${TP##*:}
+Listen ${TP%:*}
+Timeout 60
+MaxClients 2000
+Allow 127.0.0.1
+DisableViaHeader No
+LogLevel Error
+PidFile "$TMP/tinyproxy.pid"
+TINY
+ip netns exec "$NS" tinyproxy -d -c "$TMP/tinyproxy.conf" 2>"$TMP/tinyproxy.log" >&2 &
+PIDS+=($!)
+
+# --- squid (one worker, no cache) --------------------------------------------
+mkdir -p "$TMP/squid"
+chown proxy: "$TMP/squid" 2>/dev/null || true
+chmod 755 "$TMP"
+cat > "$TMP/squid.conf" <<SQUID
+http_port $SQ
+acl localnet src 127.0.0.0/8
+http_access allow localnet
+http_access deny all
+cache deny all
+cache_mem 8 MB
+access_log none
+cache_store_log none
+cache_log $TMP/squid/cache.log
+pid_filename $TMP/squid/squid.pid
+coredump_dir $TMP/squid
+visible_hostname bench
+dns_nameservers 127.0.0.1
+max_filedescriptors 65536
+workers 1
+shutdown_lifetime 1 second
+SQUID
+ip netns exec "$NS" squid -N -f "$TMP/squid.conf" 2>"$TMP/squid.log" &
+PIDS+=($!)
+
+# --- every one answers 200 before anything is measured --------------------------
+answers() { # NAME CURL-ARGS...
+	local name=$1 code=
+	shift
+	for _ in $(seq 100); do
+		code=$(N curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" "http://$ORIGIN/1k" || true)
+		[ "$code" = 200 ] && return 0
+		sleep 0.1
+	done
+	echo "bench/forward.sh: $name does not answer 200 (last: $code); its log:" >&2
+	tail -n 20 "$TMP/$name"*.log >&2 2>/dev/null || true
+	exit 1
+}
+answers nginx
+answers sluiced -x "http://$SL"
+answers tinyproxy -x "http://$TP"
+answers squid -x "http://$SQ"
+answers sluiced -p -x "http://$SL"
+answers tinyproxy -p -x "http://$TP"
+answers squid -p -x "http://$SQ"
+
+# --- 1: requests per second, wrk -t2 -c50, 1 KiB bodies, keep-alive -----------
+cat > "$TMP/abs.lua" <<LUA
+-- absolute-form requests: wrk talks to the proxy, the request names the origin
+wrk.path = "http://$ORIGIN/1k"
+wrk.headers["Host"] = "$ORIGIN"
+LUA
+wrk_rps() { # NAME URL [wrk args...]: prints requests/s (and complains of errors)
+	local name=$1 out
+	shift
+	out=$(N wrk -t2 -c50 -d"${SECS}s" "$@")
+	if grep -Eq 'Non-2xx|Socket errors' <<<"$out"; then
+		grep -E 'Non-2xx|Socket errors' <<<"$out" | sed "s/^/  wrk, $name: /" >&2
+	fi
+	awk '/^Requests\/sec:/ { printf "%.0f\n", $2 }' <<<"$out"
+}
+
+# --- 2: CONNECT set-up rate -----------------------------------------------------
+cat > "$TMP/connect.py" <<'PYEOF'
+# connect.py HOST:PORT TARGET|- SECONDS CONCURRENCY: new connections per second.
+# Each: connect, (CONNECT TARGET, read 200,) one GET with Connection: close,
+# read to EOF, close. Prints "<rate> <errors>".
+import asyncio, sys, time
+
+async def one(host, port, target, req):
+    r, w = await asyncio.open_connection(host, port)
+    try:
+        if target:
+            w.write(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target))
+            head = await r.readuntil(b"\r\n\r\n")
+            if head[9:12] != b"200":
+                return False
+        w.write(req)
+        data = await r.read()
+        while True:
+            more = await r.read(65536)
+            if not more:
+                break
+            data += more
+        return data[9:12] == b"200"
+    finally:
+        w.close()
+
+async def main():
+    host, port = sys.argv[1].rsplit(":", 1)
+    target = None if sys.argv[2] == "-" else sys.argv[2].encode()
+    secs, conc = float(sys.argv[3]), int(sys.argv[4])
+    origin = target or sys.argv[1].encode()
+    req = b"GET /1k HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % origin
+    done = errors = 0
+    end = time.monotonic() + secs
+
+    async def loop():
+        nonlocal done, errors
+        while time.monotonic() < end:
+            try:
+                ok = await asyncio.wait_for(one(host, int(port), target, req), 10)
+            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+                ok = False
+            if ok:
+                done += 1
+            else:
+                errors += 1
+    t0 = time.monotonic()
+    await asyncio.gather(*(loop() for _ in range(conc)))
+    print("%.0f %d" % (done / (time.monotonic() - t0), errors))
+
+asyncio.run(main())
+PYEOF
+conn_rate() { # NAME PROXY|- : prints connections/s; errors to stderr
+	local out
+	if [ "$2" = - ]; then
+		out=$(N "$PY" "$TMP/connect.py" "$ORIGIN" - "$SECS" 50)
+	else
+		out=$(N "$PY" "$TMP/connect.py" "$2" "$ORIGIN" "$SECS" 50)
+	fi
+	[ "${out#* }" = 0 ] || echo "  connect.py, $1: ${out#* } failed connections" >&2
+	echo "${out% *}"
+}
+
+# --- 3: one tunnel's throughput, 1 GiB -------------------------------------------
+mbps() { # CURL-ARGS...: MB/s of one 1 GiB download
+	N curl -s -o /dev/null --max-time 60 -w '%{speed_download}' "$@" "http://$ORIGIN/big" |
+		awk '{ printf "%.0f\n", $1 / 1e6 }'
+}
+
+echo "==> measuring: ${SECS}s per wrk and CONNECT run, 2 CPUs, $(nproc) online"
+declare -A R
+echo "  GET 1 KiB, wrk -t2 -c50 ..." >&2
+R[rps,direct]=$(wrk_rps direct "http://$ORIGIN/1k")
+R[rps,sluice]=$(wrk_rps sluice "http://$SL/" -s "$TMP/abs.lua")
+R[rps,tinyproxy]=$(wrk_rps tinyproxy "http://$TP/" -s "$TMP/abs.lua")
+R[rps,squid]=$(wrk_rps squid "http://$SQ/" -s "$TMP/abs.lua")
+echo "  CONNECT + one GET + close, 50 in parallel ..." >&2
+R[conn,direct]=$(conn_rate direct -)
+R[conn,sluice]=$(conn_rate sluice "$SL")
+R[conn,tinyproxy]=$(conn_rate tinyproxy "$TP")
+R[conn,squid]=$(conn_rate squid "$SQ")
+echo "  one tunnel, 1 GiB ..." >&2
+R[tput,direct]=$(mbps)
+R[tput,sluice]=$(mbps -p -x "http://$SL")
+R[tput,tinyproxy]=$(mbps -p -x "http://$TP")
+R[tput,squid]=$(mbps -p -x "http://$SQ")
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+cell() { printf '%s (%s)' "$1" "$(ratio "$1" "$2")"; }
+echo
+printf '%-34s %10s  %-16s %-16s %-16s\n' "forward door, figure (ratio to direct)" direct sluice tinyproxy squid
+for row in "rps:GET 1 KiB keep-alive, req/s" "conn:CONNECT+GET+close, conn/s" "tput:one tunnel, 1 GiB, MB/s"; do
+	k=${row%%:*}
+	printf '%-34s %10s  %-16s %-16s %-16s\n' "${row#*:}" "${R[$k,direct]}" \
+		"$(cell "${R[$k,sluice]}" "${R[$k,direct]}")" \
+		"$(cell "${R[$k,tinyproxy]}" "${R[$k,direct]}")" \
+		"$(cell "${R[$k,squid]}" "${R[$k,direct]}")"
+done

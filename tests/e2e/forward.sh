@@ -1,0 +1,565 @@
+#!/bin/bash
+# The forward-proxy door end to end: absolute-form requests and CONNECT
+# through the real sluiced to a real nginx origin, python test servers and
+# dnsmasq, in three private network namespaces:
+#
+#   cl (10.200.0.2) ── gw (10.200.0.1 | 10.99.0.1, sluiced) ── inet
+#   inet: 10.99.0.10 nginx, 10.99.0.53 dnsmasq, 10.99.0.20 python servers,
+#         10.99.1.5 "internal" (outside allow_private)
+#
+# Checks: relaying and Via, hop-by-hop headers, keep-alive on both sides,
+# 100 MiB bodies both ways (Content-Length and chunked), every refusal's
+# status, Sluice-Reason and body (and that nothing reached the origin),
+# identity by source and by Proxy-Authorization, report mode, the access
+# log, git and urllib as clients, CONNECT (with half-close) and WebSocket
+# tunnels copying and splicing, and max_connections.
+. "$(dirname "$0")/lib.sh"
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy no_proxy NO_PROXY
+export CI_PW="ci-$RANDOM-secret" AUDIT_PW="audit-$RANDOM-secret"
+FLEET="sl-fleet-$$"
+E2E_NETNS+=("$FLEET")   # in case the daemon makes its fleet namespace
+
+netns_new gw gw
+netns_new inet inet
+netns_new cl cl
+
+# Run in a namespace (never to start a server with &: $! would be a subshell).
+G() { ip netns exec "$gw" "$@"; }
+I() { ip netns exec "$inet" "$@"; }
+C() { ip netns exec "$cl" "$@"; }
+
+# --- the network ---------------------------------------------------------
+ip -n "$gw" link add vgi type veth peer name vin netns "$inet"
+ip -n "$gw" addr add 10.99.0.1/24 dev vgi
+ip -n "$gw" link set vgi up
+ip -n "$gw" route add 10.99.0.0/16 via 10.99.0.10
+for a in 10.99.0.10/24 10.99.0.53/24 10.99.0.20/24 10.99.1.5/24; do
+	ip -n "$inet" addr add "$a" dev vin
+done
+ip -n "$inet" link set vin up
+ip -n "$gw" link add vgc type veth peer name vcl netns "$cl"
+ip -n "$gw" addr add 10.200.0.1/24 dev vgc
+ip -n "$gw" link set vgc up
+ip -n "$cl" addr add 10.200.0.2/24 dev vcl
+ip -n "$cl" link set vcl up
+# Port 81 of the origin drops SYNs: the connect-timeout case.
+I nft -f - <<'NFT'
+table inet sl_e2e {
+	chain input {
+		type filter hook input priority 0; policy accept;
+		ip daddr 10.99.0.10 tcp dport 81 drop
+	}
+}
+NFT
+
+# --- the origin's files ----------------------------------------------------
+WWW=$E2E_TMP/www
+mkdir -p "$WWW/upload" "$E2E_TMP/nginx-tmp"
+echo "hello from origin" > "$WWW/index.html"
+: > "$WWW/empty"
+head -c 1024 /dev/urandom > "$WWW/1k"
+head -c 100M /dev/urandom > "$WWW/big"
+seq 1 40000 > "$WWW/text"
+BIG_SHA=$(sha256sum < "$WWW/big" | cut -d' ' -f1)
+K1_SHA=$(sha256sum < "$WWW/1k" | cut -d' ' -f1)
+(
+	export HOME=$E2E_TMP GIT_CONFIG_NOSYSTEM=1
+	git -c init.defaultBranch=main init -q "$E2E_TMP/src"
+	echo "cloned through sluice" > "$E2E_TMP/src/README"
+	git -C "$E2E_TMP/src" add README
+	git -C "$E2E_TMP/src" -c user.name=e2e -c user.email=e2e@example.invalid commit -qm init
+	git clone -q --bare "$E2E_TMP/src" "$WWW/repo.git"
+	git -C "$WWW/repo.git" update-server-info
+)
+
+# --- nginx, dnsmasq and the python servers, all in inet --------------------
+NGLOG=$E2E_TMP/nginx-access.log
+cat > "$E2E_TMP/nginx.conf" <<NGINX
+user root;
+worker_processes 1;
+pid $E2E_TMP/nginx.pid;
+error_log $E2E_TMP/nginx-error.log;
+events { worker_connections 512; }
+http {
+	log_format t '\$connection \$connection_requests "\$request" \$status '
+		'via="\$http_via" pc="\$http_proxy_connection" ka="\$http_keep_alive" '
+		'te="\$http_te" xfoo="\$http_x_foo" pa="\$http_proxy_authorization"';
+	access_log $NGLOG t;
+	client_body_temp_path $E2E_TMP/nginx-tmp/body;
+	proxy_temp_path $E2E_TMP/nginx-tmp/proxy;
+	fastcgi_temp_path $E2E_TMP/nginx-tmp/fastcgi;
+	uwsgi_temp_path $E2E_TMP/nginx-tmp/uwsgi;
+	scgi_temp_path $E2E_TMP/nginx-tmp/scgi;
+	types { text/html html; text/plain txt; }
+	default_type application/octet-stream;
+	sendfile on;
+	keepalive_timeout 30s;
+	keepalive_requests 1000;
+	server {
+		listen 80;
+		listen 81;
+		server_name _;
+		root $WWW;
+		client_max_body_size 200m;
+		location /upload/ {
+			dav_methods PUT;
+			create_full_put_path on;
+		}
+		# Chunked: gzip has no length up front. gzip_proxied, because
+		# the request carries the proxy's Via.
+		location = /text {
+			default_type text/plain;
+			gzip on;
+			gzip_types text/plain;
+			gzip_min_length 0;
+			gzip_proxied any;
+		}
+	}
+}
+NGINX
+ip netns exec "$inet" nginx -e "$E2E_TMP/nginx-error.log" -c "$E2E_TMP/nginx.conf" -g 'daemon off;' &
+track $!
+
+ip netns exec "$inet" dnsmasq --conf-file=/dev/null --no-resolv --no-hosts --no-daemon --user=root \
+	--listen-address=10.99.0.53 --bind-interfaces --local=/test/ \
+	--host-record=origin.test,10.99.0.10 \
+	--host-record=blocked.origin.test,10.99.0.10 \
+	--host-record=other.test,10.99.0.10 \
+	--host-record=internal.test,10.99.1.5 \
+	--host-record=meta.test,169.254.169.254 \
+	--host-record=loop.test,127.0.0.1 \
+	--host-record=mixed.test,10.99.0.10 --host-record=mixed.test,10.99.1.5 \
+	--host-record=slowbox.test,10.99.0.20 \
+	--server=/slow.test/10.99.0.20#5353 2>"$E2E_TMP/dnsmasq.log" &
+track $!
+
+ip netns exec "$inet" "$PY" "$HERE/forward/servers.py" 10.99.0.20 "$E2E_TMP/servers.ready" 2>"$E2E_TMP/servers.log" &
+track $!
+
+wait_for "$E2E_TMP/dnsmasq.log" "started, version" || { fail "dnsmasq starts"; finish; }
+wait_for "$E2E_TMP/servers.ready" ready || { fail "the python servers start"; finish; }
+for _ in $(seq 100); do
+	I curl -s -o /dev/null --max-time 1 http://10.99.0.10/ && break
+	sleep 0.05
+done
+
+# --- sluiced -------------------------------------------------------------
+# write_conf MAX_CONNECTIONS
+write_conf() {
+	cat > "$E2E_TMP/sluice.yaml" <<YAML
+daemon:
+  data_dir: $E2E_TMP/data
+  fleet_netns: $FLEET
+  log: { level: info, format: text }
+api: { listen: off, socket: off }
+gateway:
+  workers: auto
+  listen: { forward: 0.0.0.0:3128, socks: off }
+  clients:
+    - { name: local, match: { source: 127.0.0.0/8 }, policy: web }
+    - { name: ci, match: { user: ci, password: "\${env:CI_PW}" }, policy: web }
+    - { name: auditor, match: { user: auditor, password: "\${env:AUDIT_PW}" }, policy: audit }
+  dns: { servers: [10.99.0.53], timeout_ms: 500, attempts: 1 }
+  limits: { max_connections: $1, max_header_bytes: 8192, connect_timeout_ms: 500, idle_timeout_ms: 20000 }
+  access_log: stderr
+lanes: []
+pools: []
+tenants: []
+policies:
+  - name: web
+    allow: ["origin.test", "*.origin.test", "origin.test:81", "origin.test:8080",
+            "internal.test", "meta.test", "loop.test", "mixed.test",
+            "nosuch.test", "slow.test", "slowbox.test:7001", "slowbox.test:7002",
+            "slowbox.test:7003", "slowbox.test:7004", "10.99.0.10", "127.0.0.1",
+            "169.254.169.254"]
+    deny: ["blocked.origin.test"]
+    allow_private: [10.99.0.0/24]
+  - name: audit
+    mode: report
+    allow: []
+    allow_private: [10.99.0.0/24]
+YAML
+}
+
+# door_up: the forward door listens in gw (up to 5 s).
+door_up() {
+	for _ in $(seq 100); do
+		[ -n "$(G ss -Hltn 'sport = :3128')" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+PX=http://127.0.0.1:3128
+PXC=http://10.200.0.1:3128
+H=$E2E_TMP/h
+B=$E2E_TMP/b
+MARKERS=()   # query markers of refused requests: none may reach nginx
+
+# get CURL-ARGS...: from gw through the door; head to $H, body to $B. A
+# failed transfer leaves them empty for the checks to report.
+get() { : > "$H"; : > "$B"; G curl -sS --max-time 5 -D "$H" -o "$B" -x "$PX" "$@" || true; }
+# getc CURL-ARGS...: the same from the cl namespace (no proxy given).
+getc() { : > "$H"; : > "$B"; C curl -sS --max-time 5 -D "$H" -o "$B" "$@" || true; }
+# raw HOST [PORT]: stdin to the door as is; the response split to $H, $B.
+raw() {
+	local out=$E2E_TMP/raw rc=0
+	G "$PY" "$HERE/forward/client.py" raw "$1" "${2:-3128}" > "$out" || rc=$?
+	split_resp "$out"
+	return $rc
+}
+split_resp() {
+	awk -v h="$H" -v b="$B" 'BEGIN { printf "" > h; printf "" > b }
+		!body && /^\r?$/ { body = 1; next }
+		{ if (body) print > b; else { sub(/\r$/, ""); print > h } }' "$1"
+}
+# status CODE: the response in $H has this status.
+status_is() { head -n1 "$H" | tr -d '\r' | grep -Eq "^HTTP/1\.[01] $1( |$)"; }
+hdr() { tr -d '\r' < "$H" | grep -Ei "^$1: " | tail -n1 | cut -d' ' -f2-; }
+got() { printf '%s | Sluice-Reason: %s | body: %s' "$(head -n1 "$H" | tr -d '\r')" \
+	"$(hdr Sluice-Reason)" "$(head -c 80 "$B" | tr '\n' ' ')"; }
+
+# refused WHAT STATUS REASON: $H and $B hold that refusal.
+refused() {
+	if status_is "$2" && [ "$(hdr Sluice-Reason)" = "$3" ] &&
+		head -n1 "$B" | grep -q "^sluice: $3"; then
+		pass "$1: $2 $3"
+	else
+		fail "$1: want $2 $3, got $(got)"
+	fi
+}
+
+# ok200 WHAT WANT_BODY_FILE
+body_is() {
+	if status_is 200 && cmp -s "$B" "$2"; then pass "$1"; else fail "$1: got $(got)"; fi
+}
+
+# Access log helpers: mark the log, then look only at what came after.
+LOG=
+mark() { MARK=$(wc -l < "$LOG"); }
+since() { tail -n "+$((MARK + 1))" "$LOG"; }
+logged() {
+	for _ in $(seq 60); do
+		since | grep -Eq -- "$1" && return 0
+		sleep 0.05
+	done
+	echo "--- no line /$1/ in the access log since the mark; the last ones:" >&2
+	since | grep ' access ' | tail -n 3 >&2
+	return 1
+}
+# field_ge PATTERN FIELD MIN: the last line matching PATTERN since the mark
+# has FIELD >= MIN (waits up to 3 s for the line).
+field_ge() {
+	local v=
+	for _ in $(seq 60); do
+		v=$(since | grep -E -- "$1" | tail -n1 | grep -oE " $2=[0-9]+" | cut -d= -f2) || true
+		[ -n "$v" ] && break
+		sleep 0.05
+	done
+	[ -n "$v" ] && [ "$v" -ge "$3" ] || { echo "--- /$1/: $2=${v:-(no line)}, want >= $3" >&2; return 1; }
+}
+A='access (door=[^ ]+ )?'
+
+# stop_sluiced: SIGTERM, at most 5 s to go, then SIGKILL; its status in rc.
+stop_sluiced() {
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do
+		# A dead child stays a zombie until waited for: kill -0 is no test.
+		[[ "$(ps -o stat= -p "$pid" 2>/dev/null || echo Z)" == Z* ]] && break
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null || true
+	rc=0
+	wait "$pid" || rc=$?
+}
+
+# tunnel_cases LABEL: every tunnel case, once per copy mode.
+tunnel_cases() {
+	local m=$1
+	get -p "http://origin.test/1k?m=tun-$m"
+	body_is "$m: CONNECT origin.test:80 (curl -p) relays a request" "$WWW/1k"
+	check "$m: 100 MiB down through CONNECT, sha256 equal" bash -c \
+		"ip netns exec $gw curl -sS --max-time 30 -p -x $PX http://origin.test/big | sha256sum | grep -q ^$BIG_SHA"
+	check "$m: CONNECT half-close with an empty upload" \
+		G "$PY" "$HERE/forward/client.py" halfclose 127.0.0.1 3128 slowbox.test:7001 0
+	check "$m: CONNECT half-close: 1 MB up, shut down write, the count comes back" \
+		G "$PY" "$HERE/forward/client.py" halfclose 127.0.0.1 3128 slowbox.test:7001 1000000
+	check "$m: WebSocket upgrade through the forward door: 101 and frames round-trip" \
+		G "$PY" "$HERE/forward/client.py" ws 127.0.0.1 3128 slowbox.test:7003
+}
+
+# ===========================================================================
+# Run 1: the door, splicing (the default).
+write_conf 1000
+LOG=$E2E_TMP/sluiced.log
+ip netns exec "$gw" "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>"$LOG" &
+pid=$!
+track "$pid"
+check "sluiced starts" wait_for "$LOG" "sluiced [0-9.]+ started"
+check "the forward door listens on 0.0.0.0:3128 in gw" door_up
+
+# --- relaying --------------------------------------------------------------
+mark
+get "http://origin.test/?m=via"
+body_is "GET http://origin.test/ returns the origin's page" "$WWW/index.html"
+check "the response carries Via: 1.1 sluice" bash -c "[[ '$(hdr Via)' == *'1.1 sluice'* ]]"
+check "the origin saw Via: 1.1 sluice" grep -q 'm=via .*via="1.1 sluice"' "$NGLOG"
+
+get "http://origin.test/1k"
+body_is "GET /1k returns 1 KiB intact" "$WWW/1k"
+check "access log: the allowed GET, every field" logged \
+	"${A}client=local src=127\.0\.0\.1:[0-9]+ policy=web method=GET host=origin\.test port=80 decision=allow reason=none upstream=10\.99\.0\.10:80 status=200 bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+$"
+check "access log: bytes_out counts head and body (> 1024)" \
+	field_ge "${A}client=local .*status=200" bytes_out 1025
+check "access log: bytes_in counts the request head (> 0)" \
+	field_ge "${A}client=local .*status=200" bytes_in 1
+
+mark
+get "http://origin.test/empty"
+check "an empty body (Content-Length: 0) arrives" status_is 200
+check "access log: the empty response's line is written when it ends" logged \
+	"${A}client=local .*method=GET host=origin\.test port=80 decision=allow reason=none upstream=10\.99\.0\.10:80 status=200 "
+
+get "http://10.99.0.10/1k"
+body_is "an allowed IP literal in allow_private works" "$WWW/1k"
+
+# Hop-by-hop headers: the head-echo server shows what reached it.
+get -H 'Proxy-Connection: keep-alive' -H 'Keep-Alive: timeout=5' -H 'TE: trailers' \
+	-H 'Connection: X-Foo' -H 'X-Foo: secret' -H 'X-Keep: yes' \
+	-H "Proxy-Authorization: Basic $(printf 'ci:%s' "$CI_PW" | base64 -w0)" \
+	"http://slowbox.test:7004/echo"
+tr -d '\r' < "$B" > "$E2E_TMP/echoed"
+check "the origin gets the request" status_is 200
+check "end-to-end headers reach the origin (X-Keep)" grep -qi '^x-keep: yes$' "$E2E_TMP/echoed"
+for h in proxy-connection keep-alive te x-foo proxy-authorization; do
+	check "hop-by-hop $h never reaches the origin" bash -c "! grep -qi '^$h:' '$E2E_TMP/echoed'"
+done
+check "the Connection header upstream names no client token" \
+	bash -c "! grep -qi '^connection:.*x-foo' '$E2E_TMP/echoed'"
+check "the request upstream carries Via: 1.1 sluice" grep -qi '^via:.*1\.1 sluice' "$E2E_TMP/echoed"
+
+# Keep-alive: two URLs on one curl, one client connection, one upstream one.
+G curl -sS -v --max-time 10 -o /dev/null -o /dev/null -x "$PX" \
+	"http://origin.test/1k?m=ka1" "http://origin.test/1k?m=ka2" 2>"$E2E_TMP/ka.err" || true
+check "keep-alive: curl re-uses the client connection" grep -q "Re-using existing connection" "$E2E_TMP/ka.err"
+ka_same_conn() {
+	local c1 c2
+	c1=$(grep 'm=ka1 ' "$NGLOG" | cut -d' ' -f1)
+	c2=$(grep 'm=ka2 ' "$NGLOG" | cut -d' ' -f1)
+	[ -n "$c1" ] && [ "$c1" = "$c2" ] || { echo "--- nginx connections: '$c1' '$c2'" >&2; return 1; }
+}
+check "keep-alive: the origin sees both requests on one connection" ka_same_conn
+
+# A chunked response (gzip on the fly).
+get --compressed "http://origin.test/text"
+body_is "a chunked, gzipped response arrives whole" "$WWW/text"
+check "the chunked response kept Content-Encoding: gzip" bash -c "[ '$(hdr Content-Encoding)' = gzip ]"
+
+# --- bodies ----------------------------------------------------------------
+check "100 MiB download, sha256 equal" bash -c \
+	"ip netns exec $gw curl -sS --max-time 30 -x $PX http://origin.test/big | sha256sum | grep -q ^$BIG_SHA"
+mark
+G curl -sS --max-time 30 -o /dev/null -w '%{http_code}' -x "$PX" -T "$WWW/big" \
+	"http://origin.test/upload/cl.bin" > "$E2E_TMP/code" || true
+check "100 MiB PUT with Content-Length: 201 ($(cat "$E2E_TMP/code"))" grep -q '^201$' "$E2E_TMP/code"
+check "100 MiB PUT with Content-Length: the stored file's sha256 is equal" \
+	bash -c "sha256sum < '$WWW/upload/cl.bin' | grep -q ^$BIG_SHA"
+check "access log: the PUT counts the whole body in bytes_in" \
+	field_ge "${A}client=local .*method=PUT .*status=201" bytes_in 104857600
+G curl -sS --max-time 30 -o /dev/null -w '%{http_code}' -x "$PX" -T - \
+	-H 'Transfer-Encoding: chunked' "http://origin.test/upload/chunked.bin" \
+	< "$WWW/big" > "$E2E_TMP/code" || true
+check "100 MiB chunked PUT: 201 ($(cat "$E2E_TMP/code"))" grep -q '^201$' "$E2E_TMP/code"
+check "100 MiB chunked PUT: the stored file's sha256 is equal" \
+	bash -c "sha256sum < '$WWW/upload/chunked.bin' | grep -q ^$BIG_SHA"
+rm -f "$WWW/upload/"*.bin
+
+# --- refusals --------------------------------------------------------------
+mark
+get "http://other.test/?m=notallowed"
+refused "no allow rule" 403 not-allowed
+get "http://origin.test:22/?m=notallowed-port"
+refused "an allowed name on a port no rule names" 403 not-allowed
+get "http://blocked.origin.test/?m=denied"
+refused "a deny rule wins over *.origin.test" 403 denied
+check "access log: the denied request, upstream=-" logged \
+	"${A}client=local src=127\.0\.0\.1:[0-9]+ policy=web method=GET host=blocked\.origin\.test port=80 decision=deny reason=denied upstream=- status=403 bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+$"
+get "http://internal.test/?m=priv-internal"
+refused "a name resolving outside allow_private (10.99.1.5)" 403 private-address
+get "http://meta.test/?m=priv-meta"
+refused "a name resolving to the metadata address" 403 private-address
+get "http://loop.test/?m=priv-loop"
+refused "a name resolving to loopback" 403 private-address
+get "http://mixed.test/?m=priv-mixed"
+refused "a name whose answer has one forbidden address among allowed ones" 403 private-address
+MARKERS+=(notallowed notallowed-port denied priv-internal priv-meta priv-loop priv-mixed)
+
+# IP literals in other spellings (curl would normalise them: send raw).
+lit() {
+	printf 'GET http://%s/?m=%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n' "$1" "$2" "$1" | raw 127.0.0.1 || true
+	refused "literal http://$1/" 403 private-address
+	MARKERS+=("$2")
+}
+lit 2130706433 lit-dec
+lit 0x7f.1 lit-hex
+lit 0177.0.0.1 lit-oct
+lit 127.1 lit-short
+lit 169.254.169.254 lit-meta
+lit '[::ffff:127.0.0.1]' lit-mapped
+
+printf 'GET http://user@origin.test/?m=userinfo HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n' |
+	raw 127.0.0.1 || true
+refused "userinfo in the URL" 400 userinfo
+printf 'POST http://origin.test/?m=smuggle HTTP/1.1\r\nHost: origin.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n' |
+	raw 127.0.0.1 || true
+refused "Content-Length with Transfer-Encoding (smuggling)" 400 bad-request
+get -H "X-Big: $(head -c 9000 /dev/zero | tr '\0' a)" "http://origin.test/?m=bighead"
+refused "a head over max_header_bytes (8192)" 431 header-too-large
+MARKERS+=(userinfo smuggle bighead)
+
+get "http://nosuch.test/"
+refused "an unknown name" 502 dns-nxdomain
+get "http://origin.test:8080/?m=refused-port"
+refused "a refused port" 502 connect-failed
+get "http://slowbox.test:7002/"
+refused "an origin that resets the connection" 502 upstream-reset
+t0=$(date +%s%N)
+get "http://origin.test:81/?m=timeout"
+t1=$(( ($(date +%s%N) - t0) / 1000000 ))
+refused "a port that drops SYNs" 504 connect-timeout
+check "connect-timeout came after connect_timeout_ms (took ${t1} ms, want 400..3000)" \
+	test "$t1" -ge 400 -a "$t1" -le 3000
+get "http://slow.test/"
+refused "a name the DNS server never answers" 504 dns-timeout
+
+# CONNECT refusals: the same statuses.
+conn() {
+	printf 'CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n' "$1" "$1" | raw 127.0.0.1 || true
+	refused "CONNECT $1" "$2" "$3"
+}
+conn other.test:443 403 not-allowed
+conn origin.test:22 403 not-allowed
+conn blocked.origin.test:443 403 denied
+conn internal.test:443 403 private-address
+conn mixed.test:80 403 private-address
+conn 127.0.0.1:80 403 private-address
+conn nosuch.test:443 502 dns-nxdomain
+conn origin.test:8080 502 connect-failed
+conn origin.test:81 504 connect-timeout
+conn slow.test:443 504 dns-timeout
+
+# --- identity ------------------------------------------------------------
+mark
+getc -x "$PXC" "http://origin.test/?m=authreq"
+refused "cl (no source rule), no credentials" 407 auth-required
+check "407 asks for Basic credentials" bash -c "[ '$(hdr Proxy-Authenticate)' = 'Basic realm=\"sluice\"' ]"
+getc -x "$PXC" -U "ci:wrong" "http://origin.test/?m=authfail"
+refused "cl with a wrong password" 407 auth-failed
+getc -x "$PXC" -U "nobody:$CI_PW" "http://origin.test/?m=authuser"
+refused "cl with an unknown user" 407 auth-failed
+MARKERS+=(authreq authfail authuser)
+getc -x "http://ci:$CI_PW@10.200.0.1:3128" "http://origin.test/"
+body_is "cl with ci's password (policy web)" "$WWW/index.html"
+check "access log: the request is ci's, from 10.200.0.2" logged \
+	"${A}client=ci src=10\.200\.0\.2:[0-9]+ policy=web method=GET host=origin\.test port=80 decision=allow reason=none "
+C curl -sS --max-time 10 -o /dev/null -w '%{http_code}' -p -x "http://ci:$CI_PW@10.200.0.1:3128" \
+	"http://origin.test/" > "$E2E_TMP/code" || true
+check "cl with ci's password: CONNECT works too ($(cat "$E2E_TMP/code"))" grep -q '^200$' "$E2E_TMP/code"
+printf 'CONNECT origin.test:80 HTTP/1.1\r\nHost: origin.test:80\r\n\r\n' |
+	C "$PY" "$HERE/forward/client.py" raw 10.200.0.1 3128 > "$E2E_TMP/raw" || true
+split_resp "$E2E_TMP/raw"
+refused "cl CONNECT without credentials" 407 auth-required
+
+# Report mode: the audit policy allows nothing, yet relays and says so.
+mark
+getc -x "http://auditor:$AUDIT_PW@10.200.0.1:3128" "http://origin.test/?m=report"
+body_is "report mode: the refused request is relayed" "$WWW/index.html"
+check "report mode: the access log says decision=report reason=not-allowed" logged \
+	"${A}client=auditor src=10\.200\.0\.2:[0-9]+ policy=audit method=GET host=origin\.test port=80 decision=report reason=not-allowed upstream=10\.99\.0\.10:80 status=200 "
+
+# --- real clients ----------------------------------------------------------
+rm -rf "$E2E_TMP/clone"
+check "git clone (dumb http) through http_proxy" \
+	G env http_proxy="$PX" HOME="$E2E_TMP" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 \
+	timeout 30 git clone -q http://origin.test/repo.git "$E2E_TMP/clone"
+check "git clone: the work tree is right" grep -qx "cloned through sluice" "$E2E_TMP/clone/README"
+check "python urllib with a ProxyHandler" G "$PY" -c '
+import hashlib, sys, urllib.request
+o = urllib.request.build_opener(urllib.request.ProxyHandler({"http": sys.argv[1]}))
+r = o.open("http://origin.test/1k", timeout=10)
+assert r.status == 200, r.status
+assert hashlib.sha256(r.read()).hexdigest() == sys.argv[2]
+' "$PX" "$K1_SHA"
+
+# --- tunnels, splicing -------------------------------------------------------
+mark
+tunnel_cases splice
+check "access log: the CONNECT tunnel's line" logged \
+	"${A}client=local src=127\.0\.0\.1:[0-9]+ policy=web method=CONNECT host=origin\.test port=80 decision=allow reason=none upstream=10\.99\.0\.10:80 status=200 bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+$"
+check "access log: the 100 MiB tunnel counts its bytes_out" \
+	field_ge "${A}client=local .*method=CONNECT host=origin\.test port=80 " bytes_out 104857600
+check "access log: the half-close tunnel counts its bytes_in" \
+	field_ge "${A}client=local .*method=CONNECT host=slowbox\.test port=7001 " bytes_in 1000000
+check "access log: the WebSocket upgrade's line" logged \
+	"${A}client=local .*method=GET host=slowbox\.test port=7003 decision=allow reason=none upstream=10\.99\.0\.20:7003 status=101 "
+
+# --- nothing refused reached the origin --------------------------------------
+G curl -s -o /dev/null --max-time 5 -x "$PX" "http://origin.test/?m=last" || true
+wait_for "$NGLOG" "m=last " 3 || true
+leaked=()
+for m in "${MARKERS[@]}"; do
+	grep -q "m=$m " "$NGLOG" && leaked+=("$m")
+done
+check "no refused request reached the origin (leaked: ${leaked[*]:-none})" test ${#leaked[@]} = 0
+
+# Every client has gone: so must every connection the door held for them.
+no_conns_left() {
+	for _ in $(seq 40); do
+		[ -z "$(G ss -Htn state established state close-wait '( sport = :3128 )')" ] && return 0
+		sleep 0.05
+	done
+	G ss -Htnp state established state close-wait '( sport = :3128 )' >&2
+	return 1
+}
+check "no client connection is left open once the clients have gone" no_conns_left
+stop_sluiced
+check "sluiced exits 0 on SIGTERM (exit $rc)" test "$rc" = 0
+
+# ===========================================================================
+# Run 2: the tunnels again, copying (SLUICE_NO_SPLICE=1).
+LOG=$E2E_TMP/sluiced-copy.log
+ip netns exec "$gw" env SLUICE_NO_SPLICE=1 "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>"$LOG" &
+pid=$!
+track "$pid"
+check "sluiced starts with SLUICE_NO_SPLICE=1" wait_for "$LOG" "sluiced [0-9.]+ started"
+door_up || true
+tunnel_cases copy
+stop_sluiced
+
+# ===========================================================================
+# Run 3: max_connections 2.
+write_conf 2
+LOG=$E2E_TMP/sluiced-max.log
+ip netns exec "$gw" "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>"$LOG" &
+pid=$!
+track "$pid"
+check "sluiced starts with max_connections: 2" wait_for "$LOG" "sluiced [0-9.]+ started"
+door_up || true
+G "$PY" "$HERE/forward/client.py" maxconn 127.0.0.1 3128 2 > "$E2E_TMP/raw" || true
+split_resp "$E2E_TMP/raw"
+refused "a third connection with two open" 503 too-many-connections
+sleep 0.3   # let the daemon see the held connections close
+get "http://origin.test/"
+body_is "once they close, a new connection is served" "$WWW/index.html"
+stop_sluiced
+
+# E2E_KEEP=DIR keeps the logs (sluiced's, nginx's, dnsmasq's) for a look.
+if [ -n "${E2E_KEEP:-}" ]; then
+	mkdir -p "$E2E_KEEP"
+	cp "$E2E_TMP"/*.log "$E2E_TMP/sluice.yaml" "$E2E_KEEP/" 2>/dev/null || true
+fi
+finish

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Raw clients for tests/e2e/forward.sh (the cases curl cannot express).
+
+  client.py raw HOST PORT          send stdin as is; print the response
+  client.py halfclose HOST PORT TARGET N [CHUNK]
+                                   CONNECT TARGET, send N bytes, shut down the
+                                   write side, expect "N\\n" and then EOF
+  client.py ws HOST PORT TARGET    WebSocket upgrade through the forward door,
+                                   one masked frame out, the same frame back
+  client.py maxconn HOST PORT HOLD hold HOLD idle connections, then send a
+                                   request on one more; print its response
+
+HOST PORT is the proxy. Every socket has a timeout; exit status 0 means the
+exchange went as expected (raw: a complete response was read).
+"""
+import os
+import socket
+import struct
+import sys
+import time
+
+TIMEOUT = 8
+
+
+def connect(host, port):
+    s = socket.create_connection((host, int(port)), timeout=TIMEOUT)
+    s.settimeout(TIMEOUT)
+    return s
+
+
+def read_response(s, method=b"GET"):
+    """Reads one response; returns (head bytes, body bytes, complete)."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = s.recv(65536)
+        if not d:
+            return buf, b"", False
+        buf += d
+    head, body = buf.split(b"\r\n\r\n", 1)
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split()[1])
+    hdrs = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(b":")
+        hdrs[k.strip().lower()] = v.strip()
+    if status == 101 or (method == b"CONNECT" and 200 <= status < 300) \
+            or status in (204, 304) or method == b"HEAD":
+        return head, body, True
+    if b"content-length" in hdrs:
+        n = int(hdrs[b"content-length"])
+        while len(body) < n:
+            d = s.recv(65536)
+            if not d:
+                return head, body, False
+            body += d
+        return head, body[:n], True
+    if b"chunked" in hdrs.get(b"transfer-encoding", b"").lower():
+        while not body.endswith(b"0\r\n\r\n"):
+            d = s.recv(65536)
+            if not d:
+                return head, body, False
+            body += d
+        return head, body, True
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return head, body, True
+        body += d
+
+
+def cmd_raw(host, port):
+    req = sys.stdin.buffer.read()
+    method = req.split(b" ", 1)[0]
+    s = connect(host, port)
+    s.sendall(req)
+    try:
+        head, body, ok = read_response(s, method)
+    except (socket.timeout, ConnectionResetError) as e:
+        print("client.py: %s" % e, file=sys.stderr)
+        return 1
+    sys.stdout.buffer.write(head + b"\r\n\r\n" + body)
+    return 0 if ok else 1
+
+
+def connect_tunnel(host, port, target):
+    s = connect(host, port)
+    s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target.encode(), target.encode()))
+    head, rest, _ = read_response(s, b"CONNECT")
+    if not head.startswith(b"HTTP/1.1 200") and not head.startswith(b"HTTP/1.0 200"):
+        print("client.py: CONNECT answered %r" % head, file=sys.stderr)
+        return None, rest
+    return s, rest
+
+
+def cmd_halfclose(host, port, target, n, chunk="65536"):
+    n, chunk = int(n), int(chunk)
+    s, rest = connect_tunnel(host, port, target)
+    if s is None:
+        return 1
+    block = os.urandom(chunk)
+    sent = 0
+    while sent < n:
+        k = min(chunk, n - sent)
+        s.sendall(block[:k])
+        sent += k
+    s.shutdown(socket.SHUT_WR)
+    reply = rest
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        reply += d
+    if reply != b"%d\n" % n:
+        print("client.py: sent %d bytes, the server answered %r" % (n, reply[:100]), file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_ws(host, port, target):
+    s = connect(host, port)
+    key = b"dGhlIHNhbXBsZSBub25jZQ=="
+    s.sendall(b"GET http://%s/ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
+              b"Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+              b"Sec-WebSocket-Version: 13\r\n\r\n" % (target.encode(), target.encode(), key))
+    head, rest, _ = read_response(s)
+    if not head.startswith(b"HTTP/1.1 101"):
+        print("client.py: the upgrade was answered %r" % head, file=sys.stderr)
+        return 1
+    if b"s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" not in head:
+        print("client.py: wrong Sec-WebSocket-Accept in %r" % head, file=sys.stderr)
+        return 1
+    for payload in (b"hello through sluice", os.urandom(3000)):
+        mask = os.urandom(4)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        n = len(payload)
+        hdr = bytes([0x82, 0x80 | n]) if n < 126 else bytes([0x82, 0x80 | 126]) + struct.pack(">H", n)
+        s.sendall(hdr + mask + masked)
+        want = (bytes([0x82, n]) if n < 126 else bytes([0x82, 126]) + struct.pack(">H", n)) + payload
+        got = rest
+        while len(got) < len(want):
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+        rest = got[len(want):]
+        if got[:len(want)] != want:
+            print("client.py: frame of %d bytes came back as %r" % (n, got[:40]), file=sys.stderr)
+            return 1
+    s.sendall(bytes([0x88, 0x80]) + b"\0\0\0\0")
+    return 0
+
+
+def cmd_maxconn(host, port, hold):
+    held = [connect(host, port) for _ in range(int(hold))]
+    time.sleep(0.3)  # let the daemon accept them
+    s = connect(host, port)
+    try:
+        s.sendall(b"GET http://origin.test/?marker-maxconn HTTP/1.1\r\nHost: origin.test\r\n"
+                  b"Connection: close\r\n\r\n")
+    except OSError:
+        pass  # it may have answered and closed already
+    try:
+        head, body, _ = read_response(s)
+    except ConnectionResetError as e:
+        print("client.py: %s" % e, file=sys.stderr)
+        return 1
+    sys.stdout.buffer.write(head + b"\r\n\r\n" + body)
+    for h in held:
+        h.close()
+    return 0
+
+
+def main():
+    cmds = {"raw": cmd_raw, "halfclose": cmd_halfclose, "ws": cmd_ws, "maxconn": cmd_maxconn}
+    if len(sys.argv) < 2 or sys.argv[1] not in cmds:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return cmds[sys.argv[1]](*sys.argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

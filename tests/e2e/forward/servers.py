@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Test servers for tests/e2e/forward.sh, run inside the test's "inet"
+namespace: python3 servers.py ADDR READY_FILE
+
+  ADDR:7001  half-close: reads until EOF, answers "<byte count>\n", closes
+  ADDR:7002  reset: reads the request head, then resets (SO_LINGER 0)
+  ADDR:7003  WebSocket echo: handshake by hand, echoes every data frame
+  ADDR:7004  head echo: answers 200 with the request head it received as body
+  ADDR:5353  DNS blackhole (UDP): reads queries and never answers
+
+Standard library only. Every socket has a timeout, so that nothing here
+waits forever; the test ends the process by pid.
+"""
+import base64
+import hashlib
+import socket
+import struct
+import sys
+import threading
+
+TIMEOUT = 20
+
+
+def listener(addr, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port))
+    s.listen(64)
+    return s
+
+
+def serve(sock, handler):
+    def loop():
+        while True:
+            c, _ = sock.accept()
+            c.settimeout(TIMEOUT)
+            threading.Thread(target=wrap, args=(handler, c), daemon=True).start()
+    threading.Thread(target=loop, daemon=True).start()
+
+
+def wrap(handler, c):
+    try:
+        handler(c)
+    except (OSError, ValueError):
+        pass
+    finally:
+        try:
+            c.close()
+        except OSError:
+            pass
+
+
+def read_head(c):
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = c.recv(4096)
+        if not d:
+            raise ValueError("EOF before the end of the head")
+        buf += d
+        if len(buf) > 1 << 20:
+            raise ValueError("head too large")
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    return head, rest
+
+
+def half_close(c):
+    n = 0
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        n += len(d)
+    c.sendall(b"%d\n" % n)
+
+
+def reset(c):
+    read_head(c)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def recv_exact(c, n, buf=b""):
+    while len(buf) < n:
+        d = c.recv(n - len(buf))
+        if not d:
+            raise ValueError("EOF")
+        buf += d
+    return buf
+
+
+def ws_echo(c):
+    head, rest = read_head(c)
+    key = None
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"sec-websocket-key":
+            key = value.strip()
+    if key is None:
+        c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        return
+    accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+    c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+              b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+    buf = rest
+    while True:
+        buf = recv_exact(c, 2, buf)
+        b0, b1 = buf[0], buf[1]
+        buf = buf[2:]
+        n = b1 & 0x7f
+        if n == 126:
+            buf = recv_exact(c, 2, buf)
+            n = struct.unpack(">H", buf[:2])[0]
+            buf = buf[2:]
+        elif n == 127:
+            buf = recv_exact(c, 8, buf)
+            n = struct.unpack(">Q", buf[:8])[0]
+            buf = buf[8:]
+        mask = b""
+        if b1 & 0x80:
+            buf = recv_exact(c, 4, buf)
+            mask, buf = buf[:4], buf[4:]
+        buf = recv_exact(c, n, buf)
+        payload, buf = buf[:n], buf[n:]
+        if mask:
+            payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        op = b0 & 0x0f
+        if op == 8:  # close: answer it and end
+            c.sendall(bytes([0x88, len(payload)]) + payload)
+            return
+        # Server frames are not masked.
+        if n < 126:
+            hdr = bytes([b0, n])
+        elif n < 65536:
+            hdr = bytes([b0, 126]) + struct.pack(">H", n)
+        else:
+            hdr = bytes([b0, 127]) + struct.pack(">Q", n)
+        c.sendall(hdr + payload)
+
+
+def head_echo(c):
+    head, _ = read_head(c)
+    body = head + b"\r\n"
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def dns_blackhole(addr):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind((addr, 5353))
+
+    def loop():
+        while True:
+            u.recvfrom(4096)
+    threading.Thread(target=loop, daemon=True).start()
+
+
+def main():
+    addr, ready = sys.argv[1], sys.argv[2]
+    serve(listener(addr, 7001), half_close)
+    serve(listener(addr, 7002), reset)
+    serve(listener(addr, 7003), ws_echo)
+    serve(listener(addr, 7004), head_echo)
+    dns_blackhole(addr)
+    with open(ready, "w") as f:
+        f.write("ready\n")
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
