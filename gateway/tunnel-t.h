@@ -24,6 +24,7 @@ struct gw_tunnel_dir {
 	int from;
 	int to;
 	int pipe[2];            /* -1 when copying */
+	bool may_splice;        /* switch to a pipe once the flow is bulk */
 	size_t in_pipe;
 	char *buf;              /* allocated on first use */
 	size_t start;

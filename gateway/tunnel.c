@@ -17,6 +17,10 @@
 /* One gw_tunnel_run() moves at most this much per direction, so that one
  * fast tunnel cannot keep a worker from its other connections. */
 #define DIR_SHARE (1 << 20)
+/* A direction copies until it has moved this much: most tunnels carry a
+ * handshake and a request or two, for which two pipes (four fds and their
+ * setup) cost more than copying; bulk transfers then splice. */
+#define SPLICE_AFTER (64 << 10)
 
 static void
 dir_init(struct gw_tunnel_dir *d, int from, int to, bool use_splice)
@@ -25,10 +29,19 @@ dir_init(struct gw_tunnel_dir *d, int from, int to, bool use_splice)
 	d->from = from;
 	d->to = to;
 	d->pipe[0] = d->pipe[1] = -1;
-	if (use_splice && pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0)
+	d->may_splice = use_splice;
+}
+
+/* Makes the direction's pipe; on failure it copies for good. */
+static void
+dir_splice(struct gw_tunnel_dir *d)
+{
+	d->may_splice = false;
+	if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
 		d->pipe[0] = d->pipe[1] = -1;
-	if (d->pipe[0] >= 0)
-		(void)fcntl(d->pipe[1], F_SETPIPE_SZ, SPLICE_CHUNK);
+		return;
+	}
+	(void)fcntl(d->pipe[1], F_SETPIPE_SZ, SPLICE_CHUNK);
 }
 
 static void
@@ -149,6 +162,8 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream)
 			return moved;
 		}
 		/* 4. Read more. */
+		if (d->may_splice && d->bytes >= SPLICE_AFTER)
+			dir_splice(d);
 		if (d->pipe[0] >= 0) {
 			n = splice(d->from, NULL, d->pipe[1], NULL, SPLICE_CHUNK,
 				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
