@@ -147,6 +147,17 @@ def cmd_ws(host, port, target):
             print("client.py: frame of %d bytes came back as %r" % (n, got[:40]), file=sys.stderr)
             return 1
     s.sendall(bytes([0x88, 0x80]) + b"\0\0\0\0")
+    # The closing handshake: wait for the server's close frame and its
+    # EOF before closing, so the tunnel ends in order on both sides.
+    got = rest
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        got += d
+    if not got.startswith(bytes([0x88])):
+        print("client.py: no close frame back, got %r" % got[:20], file=sys.stderr)
+        return 1
     return 0
 
 
