@@ -2,9 +2,9 @@
  *
  * A connection moves through these states:
  *
- *   HEAD ──▶ RESOLVING ──▶ CONNECTING ──▶ EXCHANGE ──▶ HEAD (keep-alive)
- *     │          │              │            └──────▶ TUNNEL (CONNECT, 101)
- *     └──────────┴──────────────┴──▶ REFUSE ──▶ LINGER ──▶ closed
+ *   HEAD ──▶ DIALING ──▶ EXCHANGE ──▶ HEAD (keep-alive)
+ *     │         │           └──────▶ TUNNEL (CONNECT, 101)
+ *     └─────────┴──▶ REFUSE ──▶ LINGER ──▶ closed
  *
  * Each direction of an exchange has one buffer read from its source; the
  * head at its front is parsed and replaced by a rebuilt head (hop-by-hop
@@ -30,6 +30,7 @@
 #include "access.h"
 #include "addr.h"
 #include "conf.h"
+#include "dial.h"
 #include "dns.h"
 #include "fwd.h"
 #include "http1.h"
@@ -47,8 +48,7 @@
 
 #define FWD_STATES(X)                                                        \
 	X(HEAD, "head")                                                      \
-	X(RESOLVING, "resolving")                                            \
-	X(CONNECTING, "connecting")                                          \
+	X(DIALING, "dialing")           /* resolve, check, connect */        \
 	X(EXCHANGE, "exchange")                                              \
 	X(TUNNEL, "tunnel")                                                  \
 	X(REFUSE, "refuse")                                                  \
@@ -131,9 +131,7 @@ struct gw_fwd_conn {
 	uint64_t bytes_in;
 
 	/* resolution and connection */
-	struct gw_dns_query *dnsq;
-	struct gw_dns_result addrs;
-	size_t addr_next;
+	struct gw_dial dial;
 	char upstream[GW_ADDR_FMT_MAX];
 	/* an idle upstream connection kept for the same origin and client */
 	bool u_idle;
@@ -435,10 +433,7 @@ fwd_refuse(struct gw_fwd_conn *c, unsigned status, enum gw_reason reason, const 
 		c->ufd = -1;
 		c->u_idle = false;
 	}
-	if (c->dnsq) {
-		gw_dns_cancel(c->dnsq);
-		c->dnsq = NULL;
-	}
+	gw_dial_cancel(&c->dial);
 	/* A client that does not read its refusal is not waited for long. */
 	c->deadline_fixed = true;
 	gw_timer_arm(c->w->loop, &c->timer, FWD_HEAD_TIMEOUT_MS);
@@ -475,8 +470,7 @@ fwd_close(struct gw_fwd_conn *c, enum gw_reason why)
 	/* A request cut short still gets its line, with why it ended. */
 	if (c->method[0] && c->state != FWD_HEAD)
 		fwd_log(c, why);
-	if (c->dnsq)
-		gw_dns_cancel(c->dnsq);
+	gw_dial_cancel(&c->dial);
 	gw_timer_cancel(w->loop, &c->timer);
 	gw_io_del(w->loop, &c->cio);
 	close(c->cfd);
@@ -564,97 +558,49 @@ fwd_check_host(struct gw_fwd_conn *c)
 	return -1;
 }
 
-/* Every address is checked; one forbidden address refuses the name: an
- * answer mixing public and private addresses is a rebinding attempt. */
-static int
-fwd_check_addrs(struct gw_fwd_conn *c)
-{
-	for (size_t i = 0; i < c->addrs.naddrs; i++) {
-		const struct sockaddr *sa = (const struct sockaddr *)&c->addrs.addrs[i];
-		struct gw_policy_decision d;
-		char txt[GW_ADDR_FMT_MAX];
-
-		if (gw_policy_check_addr(c->policy, sa, &d) == 0)
-			continue;
-		gw_addr_format(sa, txt, sizeof(txt));
-		fwd_refuse(c, 403, GW_R_PRIVATE_ADDRESS, "%s resolves to %s, a %s address", c->host,
-			   txt, gw_addr_class_name(gw_addr_classify(sa)));
-		return -1;
-	}
-	return 0;
-}
-
 /* ---- connecting ---- */
 
 static void fwd_io(struct gw_loop *l, struct gw_io *io, uint32_t events);
-
-static void
-fwd_connect_next(struct gw_fwd_conn *c)
-{
-	int err = 0;
-
-	/* The connect timeout covers every address tried, from the first. */
-	if (c->addr_next == 0) {
-		c->deadline_fixed = true;
-		gw_timer_arm(c->w->loop, &c->timer, gwconf(c)->connect_timeout_ms);
-	}
-	while (c->addr_next < c->addrs.naddrs) {
-		struct sockaddr_storage *ss = &c->addrs.addrs[c->addr_next++];
-		socklen_t sl = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
-							: sizeof(struct sockaddr_in6);
-		int fd, one = 1;
-
-		if (ss->ss_family == AF_INET)
-			((struct sockaddr_in *)ss)->sin_port = htons(c->port);
-		else
-			((struct sockaddr_in6 *)ss)->sin6_port = htons(c->port);
-		gw_addr_format((struct sockaddr *)ss, c->upstream, sizeof(c->upstream));
-		fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			err = errno;
-			continue;
-		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (connect(fd, (struct sockaddr *)ss, sl) < 0 && errno != EINPROGRESS) {
-			err = errno;
-			close(fd);
-			continue;
-		}
-		c->ufd = fd;
-		if (gw_io_add(c->w->loop, &c->uio, fd, EPOLLOUT, fwd_io, c) < 0) {
-			err = errno;
-			close(fd);
-			c->ufd = -1;
-			continue;
-		}
-		fwd_set_state(c, FWD_CONNECTING);
-		return;
-	}
-	fwd_refuse(c, 502, GW_R_CONNECT_FAILED, "cannot connect to %s:%u (%s): %s", c->host, c->port,
-		   c->upstream, strerror(err ? err : ECONNREFUSED));
-}
-
 static void fwd_start_exchange(struct gw_fwd_conn *c);
 static void fwd_start_tunnel(struct gw_fwd_conn *c, bool upgrade);
 
-static void
-fwd_connected(struct gw_fwd_conn *c)
+static unsigned
+dial_status(enum gw_reason why)
 {
-	int err = 0;
-	socklen_t len = sizeof(err);
+	switch (why) {
+	case GW_R_DNS_TIMEOUT:
+	case GW_R_CONNECT_TIMEOUT:
+		return 504;
+	case GW_R_DNS_NXDOMAIN:
+	case GW_R_DNS_FAILED:
+	case GW_R_CONNECT_FAILED:
+		return 502;
+	case GW_R_PRIVATE_ADDRESS:
+		return 403;
+	default:
+		return 502;
+	}
+}
 
-	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-		err = errno;
-	if (err) {
-		gw_io_del(c->w->loop, &c->uio);
-		close(c->ufd);
+/* The dial ended: a connected upstream, or why not. */
+static void
+fwd_dialed(struct gw_dial *d, int fd, enum gw_reason why, int err, const char *detail, void *arg)
+{
+	struct gw_fwd_conn *c = arg;
+
+	(void)err;
+	snprintf(c->upstream, sizeof(c->upstream), "%s", d->upstream);
+	if (fd < 0) {
+		fwd_refuse(c, dial_status(why), why, "%s", detail);
+		fwd_run(c);
+		return;
+	}
+	c->ufd = fd;
+	if (gw_io_add(c->w->loop, &c->uio, fd, 0, fwd_io, c) < 0) {
+		close(fd);
 		c->ufd = -1;
-		if (c->addr_next < c->addrs.naddrs) {
-			fwd_connect_next(c);
-			return;
-		}
-		fwd_refuse(c, 502, GW_R_CONNECT_FAILED, "cannot connect to %s:%u (%s): %s", c->host,
-			   c->port, c->upstream, strerror(err));
+		fwd_refuse(c, 502, GW_R_INTERNAL, "cannot watch the upstream connection");
+		fwd_run(c);
 		return;
 	}
 	c->u_idle = false;
@@ -667,53 +613,7 @@ fwd_connected(struct gw_fwd_conn *c)
 		fwd_start_tunnel(c, false);
 	else
 		fwd_start_exchange(c);
-}
-
-static void
-fwd_dns_done(int status, const struct gw_dns_result *res, void *arg)
-{
-	struct gw_fwd_conn *c = arg;
-
-	c->dnsq = NULL;
-	if (status == -ENOENT) {
-		fwd_refuse(c, 502, GW_R_DNS_NXDOMAIN, "%s does not exist (NXDOMAIN or no address)", c->host);
-	} else if (status == -ETIMEDOUT) {
-		fwd_refuse(c, 504, GW_R_DNS_TIMEOUT, "no DNS answer for %s in time", c->host);
-	} else if (status < 0) {
-		fwd_refuse(c, 502, GW_R_DNS_FAILED, "cannot resolve %s: %s", c->host, strerror(-status));
-	} else {
-		c->addrs = *res;
-		c->addr_next = 0;
-		if (fwd_check_addrs(c) == 0)
-			fwd_connect_next(c);
-	}
 	fwd_run(c);
-}
-
-/* Resolves c->host (unless it is a literal) and connects. */
-static void
-fwd_resolve(struct gw_fwd_conn *c)
-{
-	int rc;
-
-	c->deadline_fixed = true;
-	gw_timer_arm(c->w->loop, &c->timer,
-		     (uint64_t)gwconf(c)->connect_timeout_ms + gwconf(c)->dns_timeout_ms *
-		     (uint64_t)gwconf(c)->dns_attempts);
-	fwd_set_state(c, FWD_RESOLVING);
-	rc = gw_dns_resolve(c->w->dns, c->host, &c->addrs, fwd_dns_done, c, &c->dnsq);
-	if (rc == 0)
-		return;
-	if (rc == 1) {
-		c->addr_next = 0;
-		if (fwd_check_addrs(c) == 0)
-			fwd_connect_next(c);
-		return;
-	}
-	if (rc == -ENOENT)
-		fwd_refuse(c, 502, GW_R_DNS_NXDOMAIN, "%s does not exist (NXDOMAIN or no address)", c->host);
-	else
-		fwd_refuse(c, 502, GW_R_DNS_FAILED, "cannot resolve %s: %s", c->host, strerror(-rc));
 }
 
 /* ---- the request ---- */
@@ -745,7 +645,6 @@ fwd_request(struct gw_fwd_conn *c)
 {
 	struct gw_h1_error terr = { 0 };
 	enum gw_reason why;
-	struct sockaddr_storage lit;
 	size_t mlen = c->req.method.len < sizeof(c->method) - 1 ? c->req.method.len
 								  : sizeof(c->method) - 1;
 
@@ -812,18 +711,11 @@ fwd_request(struct gw_fwd_conn *c)
 		c->ufd = -1;
 		c->u_idle = false;
 	}
-	if (gw_addr_parse_literal(c->host, strlen(c->host), &lit) == 1) {
-		memset(&c->addrs, 0, sizeof(c->addrs));
-		c->addrs.addrs[0] = lit;
-		c->addrs.naddrs = 1;
-		c->addr_next = 0;
-		c->deadline_fixed = true;
-		gw_timer_arm(c->w->loop, &c->timer, gwconf(c)->connect_timeout_ms);
-		if (fwd_check_addrs(c) == 0)
-			fwd_connect_next(c);
-		return;
-	}
-	fwd_resolve(c);
+	/* The dial has its own deadlines (DNS, then connect). */
+	gw_timer_cancel(c->w->loop, &c->timer);
+	c->deadline_fixed = true;
+	fwd_set_state(c, FWD_DIALING);
+	gw_dial_start(&c->dial, c->w, gwconf(c), c->policy, c->host, c->port, fwd_dialed, c);
 }
 
 /* Rebuilds the request head for the origin in c->up.hbuf. */
@@ -1346,11 +1238,7 @@ fwd_run(struct gw_fwd_conn *c)
 					uev = EPOLLIN;  /* notice an idle upstream closing */
 			}
 			break;
-		case FWD_RESOLVING:
-			cev = 0;
-			break;
-		case FWD_CONNECTING:
-			uev = EPOLLOUT;
+		case FWD_DIALING:
 			break;
 		case FWD_EXCHANGE:
 			again = fwd_run_exchange(c, &cev, &uev);
@@ -1459,9 +1347,7 @@ fwd_io(struct gw_loop *l, struct gw_io *io, uint32_t events)
 				fwd_run(c);
 			return;
 		}
-		if (c->state == FWD_CONNECTING) {
-			fwd_connected(c);
-		} else if (c->state == FWD_HEAD && c->u_idle &&
+		if (c->state == FWD_HEAD && c->u_idle &&
 			   (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))) {
 			/* An idle upstream connection spoke or closed: it
 			 * cannot carry a next request any more. */
@@ -1481,23 +1367,10 @@ fwd_timeout(struct gw_loop *l, struct gw_timer *t)
 	struct gw_fwd_conn *c = t->arg;
 
 	(void)l;
-	switch (c->state) {
-	case FWD_RESOLVING:
-		fwd_refuse(c, 504, GW_R_DNS_TIMEOUT, "no DNS answer for %s in time", c->host);
-		break;
-	case FWD_CONNECTING:
-		fwd_refuse(c, 504, GW_R_CONNECT_TIMEOUT, "no connection to %s:%u (%s) within %u ms",
-			   c->host, c->port, c->upstream, gwconf(c)->connect_timeout_ms);
-		break;
-	case FWD_HEAD:
-		fwd_close(c, GW_R_IDLE_TIMEOUT);
-		return;
-	default:
-		fwd_close(c, GW_R_IDLE_TIMEOUT);
-		return;
-	}
-	c->deadline_fixed = false;
-	fwd_run(c);
+	/* Head, idle, refusal and linger deadlines all end the connection;
+	 * a dial keeps its own (DNS, connect) and answers 504 itself. */
+	fwd_close(c, c->state == FWD_LINGER || c->state == FWD_REFUSE ? GW_R_NONE
+								      : GW_R_IDLE_TIMEOUT);
 }
 
 void
@@ -1529,6 +1402,7 @@ gw_fwd_accept(struct gw_worker *w, int fd)
 	c->ufd = -1;
 	c->client_idx = -1;
 	c->state = FWD_HEAD;
+	gw_dial_init(&c->dial);
 	getpeername(fd, (struct sockaddr *)&c->peer, &sl);
 	gw_addr_format((struct sockaddr *)&c->peer, c->src, sizeof(c->src));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

@@ -62,10 +62,11 @@ gw_io_add(struct gw_loop *l, struct gw_io *io, int fd, uint32_t events,
 	io->events = events;
 	io->cb = cb;
 	io->arg = arg;
-	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+	/* No interest yet: not in epoll (see gw_io_mod). */
+	if (events && epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
 		return -errno;
 	io->added = true;
-	io->in_epoll = true;
+	io->in_epoll = events != 0;
 	return 0;
 }
 
