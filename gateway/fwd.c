@@ -40,6 +40,7 @@
 #include "reason.h"
 #include "snap.h"
 #include "tunnel.h"
+#include "worker.h"
 
 #define FWD_BUF 16384
 #define FWD_HEAD_EXTRA 512      /* a rebuilt head: the original plus this */
@@ -148,14 +149,6 @@ struct gw_fwd_conn {
 	bool skip_client_read;
 	bool head_timed;        /* the head deadline is armed */
 };
-
-static uint64_t fwd_live;
-
-uint64_t
-gw_fwd_live(void)
-{
-	return __atomic_load_n(&fwd_live, __ATOMIC_RELAXED);
-}
 
 static void fwd_run(struct gw_fwd_conn *c);
 static void fwd_close(struct gw_fwd_conn *c, enum gw_reason why);
@@ -463,7 +456,8 @@ fwd_close(struct gw_fwd_conn *c, enum gw_reason why)
 	if (c->state == FWD_CLOSED)
 		return;
 	if (c->state == FWD_TUNNEL) {
-		c->bytes_in = c->tun.dir[GW_TUNNEL_C2U].bytes;
+		/* The request head, then what went through the tunnel. */
+		c->bytes_in = c->req.head_len + c->tun.dir[GW_TUNNEL_C2U].bytes;
 		c->down.out = c->tun.dir[GW_TUNNEL_U2C].bytes;
 		gw_tunnel_fini(&c->tun);
 	}
@@ -485,7 +479,7 @@ fwd_close(struct gw_fwd_conn *c, enum gw_reason why)
 		w->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	__atomic_sub_fetch(&fwd_live, 1, __ATOMIC_RELAXED);
+	gw_conn_release();
 	gw_defer(w->loop, &c->defer, fwd_free, c);
 }
 
@@ -1385,12 +1379,16 @@ gw_fwd_accept(struct gw_worker *w, int fd)
 	struct gw_snap *s = gw_snap_current();
 	struct gw_fwd_conn *c;
 	socklen_t sl = sizeof(struct sockaddr_storage);
-	uint64_t live;
 	int one = 1;
 
-	live = __atomic_add_fetch(&fwd_live, 1, __ATOMIC_RELAXED);
-	if (!s || live > s->conf->gateway.max_connections || !(c = calloc(1, sizeof(*c)))) {
-		__atomic_sub_fetch(&fwd_live, 1, __ATOMIC_RELAXED);
+	if (!s || !gw_conn_take(s->conf->gateway.max_connections)) {
+		(void)!send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(fd);
+		gw_snap_unref(s);
+		return;
+	}
+	if (!(c = calloc(1, sizeof(*c)))) {
+		gw_conn_release();
 		(void)!send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 		close(fd);
 		gw_snap_unref(s);

@@ -21,7 +21,4 @@ void gw_fwd_accept(struct gw_worker *w, int fd);
 /* Ends every connection of the worker (shutdown). */
 void gw_fwd_close_all(struct gw_worker *w);
 
-/* Live connections over every worker (an atomic counter). */
-uint64_t gw_fwd_live(void);
-
 #endif

@@ -122,6 +122,11 @@ warn_restart_only(const struct conf *old, const struct conf *c)
 	if (a->set != b->set || a->port != b->port ||
 	    (a->set && memcmp(&a->addr, &b->addr, a->addrlen) != 0))
 		gw_log_warnx("gateway.listen.forward changes on restart only");
+	a = &old->gateway.listen_socks;
+	b = &c->gateway.listen_socks;
+	if (a->set != b->set || a->port != b->port ||
+	    (a->set && memcmp(&a->addr, &b->addr, a->addrlen) != 0))
+		gw_log_warnx("gateway.listen.socks changes on restart only");
 	if (old->gateway.workers != c->gateway.workers)
 		gw_log_warnx("gateway.workers changes on restart only");
 	if (old->gateway.ndns_servers != c->gateway.ndns_servers ||
@@ -256,6 +261,9 @@ main(int argc, char **argv)
 	if (dm.conf->gateway.listen_forward.set)
 		gw_log_info("forward door on %s:%u", dm.conf->gateway.listen_forward.host,
 			    dm.conf->gateway.listen_forward.port);
+	if (dm.conf->gateway.listen_socks.set)
+		gw_log_info("socks door on %s:%u", dm.conf->gateway.listen_socks.host,
+			    dm.conf->gateway.listen_socks.port);
 	gw_log_info("sluiced %s started (pid %d, configuration %s, %u workers)", SLUICE_VERSION,
 		    (int)getpid(), dm.conf_path ? dm.conf_path : "<default>", dm.nworkers);
 	rc = gw_loop_run(dm.loop);

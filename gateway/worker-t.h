@@ -10,6 +10,7 @@
 
 struct gw_dns;
 struct gw_fwd_conn;
+struct gw_socks_conn;
 
 /* A worker owns one event loop, one resolver and its own listening socket
  * on every door (SO_REUSEPORT spreads connections), so that nothing on a
@@ -22,9 +23,12 @@ struct gw_worker {
 	struct gw_dns *dns;
 	int forward_fd;                 /* -1: no forward door */
 	struct gw_io forward_io;
+	int socks_fd;                   /* -1: no SOCKS door */
+	struct gw_io socks_io;
 	int stop_fd;                    /* an eventfd: stop the loop */
 	struct gw_io stop_io;
 	struct gw_fwd_conn *conns;      /* every live connection, for shutdown */
+	struct gw_socks_conn *socks_conns;
 	bool use_splice;
 	uint64_t accepted;
 };

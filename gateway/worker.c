@@ -14,7 +14,32 @@
 #include "fwd.h"
 #include "log.h"
 #include "loop.h"
+#include "socks.h"
 #include "worker.h"
+
+static uint64_t conns_live;
+
+bool
+gw_conn_take(uint32_t max)
+{
+	if (__atomic_add_fetch(&conns_live, 1, __ATOMIC_RELAXED) > max) {
+		__atomic_sub_fetch(&conns_live, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	return true;
+}
+
+void
+gw_conn_release(void)
+{
+	__atomic_sub_fetch(&conns_live, 1, __ATOMIC_RELAXED);
+}
+
+uint64_t
+gw_conns_live(void)
+{
+	return __atomic_load_n(&conns_live, __ATOMIC_RELAXED);
+}
 
 unsigned
 gw_workers_auto(void)
@@ -51,6 +76,7 @@ static void
 on_accept(struct gw_loop *l, struct gw_io *io, uint32_t events)
 {
 	struct gw_worker *w = io->arg;
+	bool socks = io == &w->socks_io;
 
 	(void)l;
 	(void)events;
@@ -60,11 +86,14 @@ on_accept(struct gw_loop *l, struct gw_io *io, uint32_t events)
 
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
-				gw_log_warn("forward door: cannot accept");
+				gw_log_warn("%s door: cannot accept", socks ? "socks" : "forward");
 			break;
 		}
 		w->accepted++;
-		gw_fwd_accept(w, fd);
+		if (socks)
+			gw_socks_accept(w, fd);
+		else
+			gw_fwd_accept(w, fd);
 	}
 }
 
@@ -89,6 +118,7 @@ worker_main(void *arg)
 		gw_log_err("worker %u: event loop failed", w->id);
 	}
 	gw_fwd_close_all(w);
+	gw_socks_close_all(w);
 	return NULL;
 }
 
@@ -98,6 +128,10 @@ worker_fini(struct gw_worker *w)
 	if (w->forward_fd >= 0) {
 		gw_io_del(w->loop, &w->forward_io);
 		close(w->forward_fd);
+	}
+	if (w->socks_fd >= 0) {
+		gw_io_del(w->loop, &w->socks_io);
+		close(w->socks_fd);
 	}
 	if (w->stop_fd >= 0)
 		close(w->stop_fd);
@@ -112,7 +146,7 @@ worker_init(struct gw_worker *w, unsigned id, const struct conf *c, char *err, s
 
 	memset(w, 0, sizeof(*w));
 	w->id = id;
-	w->forward_fd = w->stop_fd = -1;
+	w->forward_fd = w->socks_fd = w->stop_fd = -1;
 	w->use_splice = !getenv("SLUICE_NO_SPLICE");
 	w->loop = gw_loop_new();
 	if (!w->loop) {
@@ -134,6 +168,15 @@ worker_init(struct gw_worker *w, unsigned id, const struct conf *c, char *err, s
 		if (w->forward_fd < 0)
 			goto fail;
 		if (gw_io_add(w->loop, &w->forward_io, w->forward_fd, EPOLLIN, on_accept, w) < 0) {
+			snprintf(err, errsz, "epoll: %s", strerror(errno));
+			goto fail;
+		}
+	}
+	if (c->gateway.listen_socks.set) {
+		w->socks_fd = listen_on(&c->gateway.listen_socks, err, errsz);
+		if (w->socks_fd < 0)
+			goto fail;
+		if (gw_io_add(w->loop, &w->socks_io, w->socks_fd, EPOLLIN, on_accept, w) < 0) {
 			snprintf(err, errsz, "epoll: %s", strerror(errno));
 			goto fail;
 		}

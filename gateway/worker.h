@@ -2,7 +2,9 @@
 #ifndef SLUICE_GW_WORKER_H
 #define SLUICE_GW_WORKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "conf-t.h"
 #include "worker-t.h"
@@ -18,5 +20,12 @@ void gw_workers_stop(struct gw_worker *w, unsigned n);
 
 /* The number of workers `workers: auto` means here. */
 unsigned gw_workers_auto(void);
+
+/* Connections over every door and worker, against
+ * gateway.limits.max_connections: gw_conn_take() counts one in, or says
+ * no (false) when `max` are open; gw_conn_release() counts one out. */
+bool gw_conn_take(uint32_t max);
+void gw_conn_release(void);
+uint64_t gw_conns_live(void);
 
 #endif

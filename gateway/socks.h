@@ -1,0 +1,13 @@
+/* socks.h: the SOCKS5 door. */
+#ifndef SLUICE_GW_SOCKS_H
+#define SLUICE_GW_SOCKS_H
+
+#include "worker-t.h"
+
+/* Takes a newly accepted, non-blocking client socket on worker w. */
+void gw_socks_accept(struct gw_worker *w, int fd);
+
+/* Ends every SOCKS connection of the worker (shutdown). */
+void gw_socks_close_all(struct gw_worker *w);
+
+#endif
