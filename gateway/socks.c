@@ -286,6 +286,20 @@ socks_dialed(struct gw_dial *d, int fd, enum gw_reason why, int err, const char 
 		return;
 	}
 	c->ufd = fd;
+	/* Nothing may arrive before our reply: bytes sent while we dialled
+	 * would otherwise go upstream unchecked as the tunnel's first. */
+	{
+		char b;
+
+		if (recv(c->cfd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0 || errno != EAGAIN) {
+			close(fd);
+			c->ufd = -1;
+			socks_refuse(c, GW_SOCKS5_REP_GENERAL_FAILURE, GW_R_BAD_REQUEST,
+				     "bytes after the request before our reply");
+			socks_run(c);
+			return;
+		}
+	}
 	/* BND.ADDR: the address the gateway connected from, as RFC 1928 asks. */
 	if (getsockname(fd, (struct sockaddr *)&bound, &bl) < 0)
 		memset(&bound, 0, sizeof(bound));
@@ -507,7 +521,7 @@ socks_run(struct gw_socks_conn *c)
 		}
 		case SOCKS_DIALING:
 			/* Nothing may arrive before our reply; what does is
-			 * read as a protocol error once the dial ends. */
+			 * found when the dial ends (socks_dialed peeks). */
 			gw_io_mod(c->w->loop, &c->cio, 0);
 			return;
 		case SOCKS_REFUSE: {

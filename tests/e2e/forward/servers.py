@@ -6,6 +6,8 @@ namespace: python3 servers.py ADDR READY_FILE
   ADDR:7002  reset: reads the request head, then resets (SO_LINGER 0)
   ADDR:7003  WebSocket echo: handshake by hand, echoes every data frame
   ADDR:7004  head echo: answers 200 with the request head it received as body
+  ADDR:7005  SSH banner: sends an SSH identification line, reads the
+             client's, writes "banner: <client's line>" to stderr, closes
   ADDR:5353  DNS blackhole (UDP): reads queries and never answers
 
 Standard library only. Every socket has a timeout, so that nothing here
@@ -143,6 +145,19 @@ def head_echo(c):
               b"Content-Length: %d\r\n\r\n" % len(body) + body)
 
 
+def banner(c):
+    c.sendall(b"SSH-2.0-sluice_e2e_banner\r\n")
+    buf = b""
+    while b"\n" not in buf and len(buf) < 512:
+        d = c.recv(512)
+        if not d:
+            break
+        buf += d
+    line = buf.split(b"\n", 1)[0].rstrip(b"\r")
+    sys.stderr.write("banner: %s\n" % line.decode("ascii", "replace"))
+    sys.stderr.flush()
+
+
 def dns_blackhole(addr):
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     u.bind((addr, 5353))
@@ -159,6 +174,7 @@ def main():
     serve(listener(addr, 7002), reset)
     serve(listener(addr, 7003), ws_echo)
     serve(listener(addr, 7004), head_echo)
+    serve(listener(addr, 7005), banner)
     dns_blackhole(addr)
     with open(ready, "w") as f:
         f.write("ready\n")

@@ -1,0 +1,246 @@
+#!/bin/bash
+# bench/socks.sh: the SOCKS5 door against a direct connection, microsocks
+# and dante, side by side, on loopback inside a network namespace of its own
+# (removed on exit). ./build.sh bench runs it; bench/README.md explains the
+# figures. Needs root, nginx, microsocks, danted (dante-server), curl and
+# python3.
+#
+#   SLUICED        the daemon (default: build/gateway/sluiced)
+#   BENCH_SECONDS  length of each connection-rate run (default 10)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SLUICED=${SLUICED:-$ROOT/build/gateway/sluiced}
+SECS=${BENCH_SECONDS:-10}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy no_proxy NO_PROXY
+
+for tool in nginx microsocks danted curl; do
+	command -v "$tool" >/dev/null ||
+		{ echo "bench/socks.sh: $tool is missing (./build.sh bench installs it)" >&2; exit 1; }
+done
+[ -x "$SLUICED" ] || { echo "bench/socks.sh: no $SLUICED (./build.sh build)" >&2; exit 1; }
+
+TMP=$(mktemp -d /tmp/sl-bench-socks.XXXXXX)
+NS=sl-bench-socks-$$
+PIDS=()
+cleanup() {
+	local rc=$? pid
+	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${PIDS[@]}"; do
+		for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$pid" 2>/dev/null || true
+	done
+	# danted forks helpers of its own: end those of ours, by pid, too.
+	if [ -f "$TMP/danted.pid" ]; then
+		for pid in $(pgrep -P "$(cat "$TMP/danted.pid")" 2>/dev/null || true); do
+			kill -9 "$pid" 2>/dev/null || true
+		done
+	fi
+	ip netns del "$NS" 2>/dev/null || true
+	ip netns del "$NS-fleet" 2>/dev/null || true
+	rm -rf "$TMP"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ip netns add "$NS"
+ip -n "$NS" link set lo up
+ip netns exec "$NS" sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
+N() { ip netns exec "$NS" "$@"; }
+
+ORIGIN=127.0.0.1:8080
+SL=127.0.0.1:1080 MS=127.0.0.1:1081 DA=127.0.0.1:1082
+
+# --- the origin: nginx, one worker ------------------------------------------
+mkdir -p "$TMP/www" "$TMP/nginx-tmp"
+head -c 1024 /dev/urandom > "$TMP/www/1k"
+head -c 1G /dev/zero > "$TMP/www/big"
+cat > "$TMP/nginx.conf" <<NGINX
+user root;
+worker_processes 1;
+pid $TMP/nginx.pid;
+error_log $TMP/nginx-error.log;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $TMP/nginx-tmp/body;
+	proxy_temp_path $TMP/nginx-tmp/proxy;
+	fastcgi_temp_path $TMP/nginx-tmp/fastcgi;
+	uwsgi_temp_path $TMP/nginx-tmp/uwsgi;
+	scgi_temp_path $TMP/nginx-tmp/scgi;
+	default_type application/octet-stream;
+	sendfile on;
+	keepalive_timeout 60s;
+	keepalive_requests 1000000;
+	server {
+		listen $ORIGIN reuseport backlog=4096;
+		root $TMP/www;
+	}
+}
+NGINX
+ip netns exec "$NS" nginx -e "$TMP/nginx-error.log" -c "$TMP/nginx.conf" -g 'daemon off;' &
+PIDS+=($!)
+
+# --- sluiced: the SOCKS door only ---------------------------------------------
+cat > "$TMP/sluice.yaml" <<YAML
+daemon:
+  data_dir: $TMP/data
+  fleet_netns: $NS-fleet
+  log: { level: warn, format: text }
+api: { listen: off, socket: off }
+gateway:
+  workers: auto
+  listen: { forward: 127.0.0.1:3128, socks: $SL }
+  clients:
+    - { name: bench, match: { source: 127.0.0.0/8 }, policy: bench }
+  dns: { servers: [127.0.0.1], timeout_ms: 500, attempts: 1 }
+  limits: { max_connections: 100000 }
+  access_log: off
+lanes: []
+pools: []
+tenants: []
+policies:
+  - name: bench
+    allow: ["$ORIGIN"]
+    allow_private: [127.0.0.0/8]
+YAML
+ip netns exec "$NS" "$SLUICED" --config "$TMP/sluice.yaml" 2>"$TMP/sluiced.log" &
+PIDS+=($!)
+
+# --- microsocks (a thread per connection) ---------------------------------------
+ip netns exec "$NS" microsocks -i "${MS%:*}" -p "${MS##*:}" >"$TMP/microsocks.log" 2>&1 &
+PIDS+=($!)
+
+# --- dante (its own configuration, in the foreground, no auth) -------------------
+cat > "$TMP/danted.conf" <<DANTE
+logoutput: $TMP/danted.log
+errorlog: $TMP/danted.log
+internal: ${DA%:*} port = ${DA##*:}
+external: 127.0.0.1
+socksmethod: none
+clientmethod: none
+user.privileged: root
+user.unprivileged: nobody
+client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }
+socks pass { from: 127.0.0.0/8 to: 127.0.0.0/8 command: connect }
+DANTE
+ip netns exec "$NS" danted -f "$TMP/danted.conf" -p "$TMP/danted.pid" &
+PIDS+=($!)
+
+# --- every one relays a request before anything is measured -----------------------
+answers() { # NAME CURL-ARGS...
+	local name=$1 code=
+	shift
+	for _ in $(seq 100); do
+		code=$(N curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" "http://$ORIGIN/1k" || true)
+		[ "$code" = 200 ] && return 0
+		sleep 0.1
+	done
+	echo "bench/socks.sh: $name does not answer 200 (last: $code); its log:" >&2
+	tail -n 20 "$TMP/$name"*.log >&2 2>/dev/null || true
+	exit 1
+}
+answers nginx
+answers sluiced --socks5 "$SL"
+answers microsocks --socks5 "$MS"
+answers danted --socks5 "$DA"
+
+# --- 1: connection set-up rate ------------------------------------------------------
+cat > "$TMP/socks.py" <<'PYEOF'
+# socks.py PROXY|- ORIGIN SECONDS CONCURRENCY: new connections per second.
+# Each: connect, (greeting with no-auth, CONNECT ORIGIN by IPv4 address,)
+# one GET /1k with Connection: close, read to EOF, close. Prints
+# "<rate> <errors>".
+import asyncio, socket, struct, sys, time
+
+async def one(host, port, connect_req, req):
+    r, w = await asyncio.open_connection(host, port)
+    try:
+        if connect_req:
+            w.write(b"\x05\x01\x00")
+            if await r.readexactly(2) != b"\x05\x00":
+                return False
+            w.write(connect_req)
+            rep = await r.readexactly(10)
+            if rep[1] != 0:
+                return False
+        w.write(req)
+        data = await r.read()
+        while True:
+            more = await r.read(65536)
+            if not more:
+                break
+            data += more
+        return data[9:12] == b"200"
+    finally:
+        w.close()
+
+async def main():
+    ohost, oport = sys.argv[2].rsplit(":", 1)
+    if sys.argv[1] == "-":
+        host, port, creq = ohost, int(oport), None
+    else:
+        host, port = sys.argv[1].rsplit(":", 1)
+        creq = b"\x05\x01\x00\x01" + socket.inet_aton(ohost) + struct.pack(">H", int(oport))
+    secs, conc = float(sys.argv[3]), int(sys.argv[4])
+    req = b"GET /1k HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % sys.argv[2].encode()
+    done = errors = 0
+    end = time.monotonic() + secs
+
+    async def loop():
+        nonlocal done, errors
+        while time.monotonic() < end:
+            try:
+                ok = await asyncio.wait_for(one(host, int(port), creq, req), 10)
+            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+                ok = False
+            if ok:
+                done += 1
+            else:
+                errors += 1
+    t0 = time.monotonic()
+    await asyncio.gather(*(loop() for _ in range(conc)))
+    print("%.0f %d" % (done / (time.monotonic() - t0), errors))
+
+asyncio.run(main())
+PYEOF
+conn_rate() { # NAME PROXY|- : prints connections/s; errors to stderr
+	local out
+	out=$(N "$PY" "$TMP/socks.py" "$2" "$ORIGIN" "$SECS" 50)
+	[ "${out#* }" = 0 ] || echo "  socks.py, $1: ${out#* } failed connections" >&2
+	echo "${out% *}"
+}
+
+# --- 2: one stream's throughput, 1 GiB -----------------------------------------------
+mbps() { # CURL-ARGS...: MB/s of one 1 GiB download
+	N curl -s -o /dev/null --max-time 60 -w '%{speed_download}' "$@" "http://$ORIGIN/big" |
+		awk '{ printf "%.0f\n", $1 / 1e6 }'
+}
+
+echo "==> measuring: ${SECS}s per connection-rate run, $(nproc) CPUs online"
+declare -A R
+echo "  greeting + CONNECT + one GET + close, 50 in parallel ..." >&2
+R[conn,direct]=$(conn_rate direct -)
+R[conn,sluice]=$(conn_rate sluice "$SL")
+R[conn,microsocks]=$(conn_rate microsocks "$MS")
+R[conn,dante]=$(conn_rate dante "$DA")
+echo "  one stream, 1 GiB ..." >&2
+R[tput,direct]=$(mbps)
+R[tput,sluice]=$(mbps --socks5 "$SL")
+R[tput,microsocks]=$(mbps --socks5 "$MS")
+R[tput,dante]=$(mbps --socks5 "$DA")
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+cell() { printf '%s (%s)' "$1" "$(ratio "$1" "$2")"; }
+echo
+printf '%-34s %10s  %-16s %-16s %-16s\n' "SOCKS door, figure (ratio to direct)" direct sluice microsocks dante
+for row in "conn:CONNECT+GET+close, conn/s" "tput:one stream, 1 GiB, MB/s"; do
+	k=${row%%:*}
+	printf '%-34s %10s  %-16s %-16s %-16s\n' "${row#*:}" "${R[$k,direct]}" \
+		"$(cell "${R[$k,sluice]}" "${R[$k,direct]}")" \
+		"$(cell "${R[$k,microsocks]}" "${R[$k,direct]}")" \
+		"$(cell "${R[$k,dante]}" "${R[$k,direct]}")"
+done

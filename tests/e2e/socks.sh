@@ -1,0 +1,386 @@
+#!/bin/bash
+# The SOCKS5 door end to end: the real sluiced between real clients (curl,
+# git, ssh with nc -X 5) or a hand-written one (socks/client.py: reply
+# codes, BND, methods, malformed and split messages) and the origin of
+# net.sh (nginx over IPv4 and IPv6, dnsmasq, the python servers).
+#
+# Checks: method choice (no-auth by source address, RFC 1929 otherwise, in
+# the client's order, 0xff and close when nothing fits), auth failures,
+# CONNECT by IPv4, domain and IPv6, every refusal's reply code (02, 04, 05,
+# 06, 07, 08) and its access line, malformed input whole, split and byte by
+# byte, BND of the success reply, identity and report mode, tunnels (1 KiB,
+# 100 MiB with sha256, half-close) copying and splicing, real clients, and
+# max_connections shared with the forward door.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/net.sh"
+
+SC=$HERE/socks/client.py
+
+# --- sluiced -------------------------------------------------------------
+# write_conf MAX_CONNECTIONS
+write_conf() {
+	cat > "$E2E_TMP/sluice.yaml" <<YAML
+daemon:
+  data_dir: $E2E_TMP/data
+  fleet_netns: $FLEET
+  log: { level: info, format: text }
+api: { listen: off, socket: off }
+gateway:
+  workers: auto
+  listen: { forward: 0.0.0.0:3128, socks: 0.0.0.0:1080 }
+  clients:
+    - { name: local, match: { source: 127.0.0.0/8 }, policy: web }
+    - { name: ci, match: { user: ci, password: "\${env:CI_PW}" }, policy: web }
+    - { name: auditor, match: { user: auditor, password: "\${env:AUDIT_PW}" }, policy: audit }
+  dns: { servers: [10.99.0.53], timeout_ms: 500, attempts: 1 }
+  limits: { max_connections: $1, max_header_bytes: 8192, connect_timeout_ms: 500, idle_timeout_ms: 20000 }
+  access_log: stderr
+lanes: []
+pools: []
+tenants: []
+policies:
+  - name: web
+    allow: ["origin.test", "*.origin.test", "origin.test:81", "origin.test:8080",
+            "v6.test", "internal.test", "meta.test", "loop.test", "mixed.test",
+            "nosuch.test", "slow.test", "slowbox.test:7001", "slowbox.test:7005",
+            "10.99.0.10", "fd99::10", "127.0.0.1", "169.254.169.254", "::1"]
+    deny: ["blocked.origin.test"]
+    allow_private: [10.99.0.0/24, "fd99::/64"]
+  - name: audit
+    mode: report
+    allow: []
+    allow_private: [10.99.0.0/24]
+YAML
+}
+
+door_up() {
+	for _ in $(seq 100); do
+		[ -n "$(G ss -Hltn 'sport = :1080')" ] && [ -n "$(G ss -Hltn 'sport = :3128')" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# sk ARGS...: socks/client.py socks from gw to 127.0.0.1:1080; its line in
+# $OUT. skc: the same from cl to 10.200.0.1:1080.
+OUT=
+sk() { OUT=$(G "$PY" "$SC" socks 127.0.0.1 1080 "$@" 2>&1) || true; }
+skc() { OUT=$(C "$PY" "$SC" socks 10.200.0.1 1080 "$@" 2>&1) || true; }
+# rawsk STEP... [--split K|--random]: socks/client.py raw from gw.
+rawsk() { OUT=$(G "$PY" "$SC" raw 127.0.0.1 1080 "$@" 2>&1) || true; }
+# want WHAT REGEX: $OUT matches.
+want() {
+	if grep -Eq -- "$2" <<<"$OUT"; then pass "$1"; else fail "$1: want /$2/, got: $OUT"; fi
+}
+# refused WHAT TARGET REP [client args]: CONNECT TARGET is answered REP
+# with BND 0.0.0.0:0 and then closed.
+refused() {
+	local what=$1 target=$2 rep=$3
+	shift 3
+	sk "$target" "$@"
+	want "$what: reply $rep, closed" "^method=00 rep=$rep bnd=0\.0\.0\.0:0 end=(eof|rst)$"
+}
+
+# Access log helpers (as in forward.sh).
+LOG=
+mark() { MARK=$(wc -l < "$LOG"); }
+since() { tail -n "+$((MARK + 1))" "$LOG"; }
+logged() {
+	for _ in $(seq 60); do
+		since | grep -Eq -- "$1" && return 0
+		sleep 0.05
+	done
+	echo "--- no line /$1/ in the log since the mark; the last ones:" >&2
+	since | grep ' access ' | tail -n 3 >&2
+	return 1
+}
+# field_ge PATTERN FIELD MIN: some line matching PATTERN since the mark has
+# FIELD >= MIN (waits up to 3 s).
+field_ge() {
+	local v=
+	for _ in $(seq 60); do
+		v=$(since | grep -E -- "$1" | grep -oE " $2=[0-9]+" | cut -d= -f2 | sort -n | tail -n1) || true
+		[ -n "$v" ] && [ "$v" -ge "$3" ] && return 0
+		sleep 0.05
+	done
+	echo "--- /$1/: the largest $2=${v:-(no line)}, want >= $3" >&2
+	return 1
+}
+A='access door=socks '
+TAIL='bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+$'
+
+stop_sluiced() {
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do
+		[[ "$(ps -o stat= -p "$pid" 2>/dev/null || echo Z)" == Z* ]] && break
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null || true
+	rc=0
+	wait "$pid" || rc=$?
+}
+
+# start_sluiced LOGNAME [env...]
+start_sluiced() {
+	LOG=$E2E_TMP/$1
+	shift
+	ip netns exec "$gw" env "$@" "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>"$LOG" &
+	pid=$!
+	track "$pid"
+}
+
+# bnd_is_peer MARKER: the BND of the last success in $OUT is the address
+# and port nginx saw the request tagged MARKER come from.
+bnd_is_peer() {
+	local bnd peer
+	bnd=$(grep -oE 'bnd=[^ ]+' <<<"$OUT" | cut -d= -f2 | tr -d '[]')
+	for _ in $(seq 40); do
+		peer=$(grep "m=$1 " "$NGLOG" | grep -oE 'peer=[^ ]+$' | cut -d= -f2) && [ -n "$peer" ] && break
+		sleep 0.05
+	done
+	[ -n "$bnd" ] && [ "$bnd" = "$peer" ] || { echo "--- BND '$bnd', nginx saw '$peer'" >&2; return 1; }
+}
+
+# tunnel_cases LABEL: every tunnel case, once per copy mode.
+tunnel_cases() {
+	local m=$1 sha
+	sha=$(G curl -sS --max-time 10 --socks5-hostname 127.0.0.1:1080 "http://origin.test/1k?m=s-$m" | sha256sum | cut -d' ' -f1) || true
+	check "$m: curl --socks5-hostname (ATYP 3) fetches 1 KiB intact" test "$sha" = "$K1_SHA"
+	sha=$(G curl -sS --max-time 10 --socks5 127.0.0.1:1080 "http://10.99.0.10/1k?m=s4-$m" | sha256sum | cut -d' ' -f1) || true
+	check "$m: curl --socks5 to 10.99.0.10 (ATYP 1) fetches 1 KiB intact" test "$sha" = "$K1_SHA"
+	sha=$(G curl -sS --max-time 10 --socks5 127.0.0.1:1080 "http://[fd99::10]/1k?m=s6-$m" | sha256sum | cut -d' ' -f1) || true
+	check "$m: curl --socks5 to [fd99::10] (ATYP 4) fetches 1 KiB intact" test "$sha" = "$K1_SHA"
+	sha=$(G curl -sS --max-time 10 --socks5-hostname 127.0.0.1:1080 "http://v6.test/1k?m=sv6-$m" | sha256sum | cut -d' ' -f1) || true
+	check "$m: curl --socks5-hostname to v6.test (AAAA only) fetches 1 KiB intact" test "$sha" = "$K1_SHA"
+	check "$m: 100 MiB down through the tunnel, sha256 equal" bash -c \
+		"ip netns exec $gw curl -sS --max-time 30 --socks5-hostname 127.0.0.1:1080 http://origin.test/big | sha256sum | grep -q ^$BIG_SHA"
+	sk slowbox.test:7001 --halfclose 0
+	want "$m: half-close with an empty upload: the count comes back, then EOF" 'rep=0 .*halfclose=ok'
+	sk slowbox.test:7001 --halfclose 1000000
+	want "$m: half-close: 1 MB up, shut down write, the count comes back" 'rep=0 .*halfclose=ok'
+	sk origin.test:80 --split 1 --get "/1k?m=split-$m"
+	want "$m: the whole handshake byte by byte, then GET: 200 and 1 KiB intact" \
+		"^method=00 rep=0 bnd=10\.99\.0\.1:[0-9]+ http=200 len=1024 sha256=$K1_SHA end=eof$"
+	sk origin.test:80 --methods 02 --user ci --pass "$CI_PW" --split 3 --get "/1k?m=split3-$m"
+	want "$m: auth and request in 3-byte pieces, then GET: 200" \
+		"^method=02 auth=00 rep=0 bnd=10\.99\.0\.1:[0-9]+ http=200 len=1024 sha256=$K1_SHA end=eof$"
+}
+
+# ===========================================================================
+# Run 1: splicing (the default).
+write_conf 1000
+start_sluiced sluiced.log
+check "sluiced starts" wait_for "$LOG" "sluiced [0-9.]+ started"
+check "the SOCKS door listens on 0.0.0.0:1080 in gw" door_up
+
+# --- methods -----------------------------------------------------------------
+mark
+sk origin.test:80 --get "/?m=noauth"
+want "a source-matched client (127.0.0.1) offering 00 gets 00 and a tunnel" \
+	'^method=00 rep=0 bnd=10\.99\.0\.1:[0-9]+ http=200 '
+check "access log: the tunnel's line, every field" logged \
+	"${A}client=local src=127\.0\.0\.1:[0-9]+ policy=web method=CONNECT host=origin\.test port=80 decision=allow reason=none upstream=10\.99\.0\.10:80 status=0 $TAIL"
+check "BND.ADDR:BND.PORT is the gateway's upstream socket (nginx's peer)" bnd_is_peer noauth
+sk origin.test:80 --methods 00,02 --get "/?m=order1"
+want "offered 00,02 from 127.0.0.1: 00 (the client's order)" '^method=00 rep=0 .*http=200'
+sk origin.test:80 --methods 02,00 --user ci --pass "$CI_PW" --get "/?m=order2"
+want "offered 02,00 from 127.0.0.1: 02 (the client's order), then auth" '^method=02 auth=00 rep=0 .*http=200'
+check "access log: authenticated as ci from 127.0.0.1, the user wins" logged \
+	"${A}client=ci src=127\.0\.0\.1:[0-9]+ policy=web method=CONNECT host=origin\.test port=80 decision=allow "
+sk origin.test:80 --methods 01,03,80
+want "offered only GSSAPI and others: ff, then closed" '^method=ff end=(eof|rst)$'
+sk origin.test:80 --methods 02 --user ci --pass wrong
+want "127.0.0.1 offering 02 with a wrong password: status 01, closed" '^method=02 auth=01 end=(eof|rst)$'
+
+skc origin.test:80
+want "cl (no source rule) offering only 00: ff, then closed" '^method=ff end=(eof|rst)$'
+skc origin.test:80 --methods 02 --user ci --pass wrong
+want "cl with a wrong password: status 01, closed" '^method=02 auth=01 end=(eof|rst)$'
+check "the log says the authentication failed" logged "socks 10\.200\.0\.2:[0-9]+: authentication failed"
+skc origin.test:80 --methods 02 --user nobody --pass "$CI_PW"
+want "cl with an unknown user: status 01, closed" '^method=02 auth=01 end=(eof|rst)$'
+skc origin.test:80 --methods 00,02 --user ci --pass "$CI_PW" --get "/?m=cl-ci"
+want "cl offering 00,02: 02 (no-auth is for source clients), ci's password works" \
+	'^method=02 auth=00 rep=0 bnd=10\.99\.0\.1:[0-9]+ http=200 '
+check "access log: ci from 10.200.0.2" logged \
+	"${A}client=ci src=10\.200\.0\.2:[0-9]+ policy=web method=CONNECT host=origin\.test port=80 decision=allow reason=none upstream=10\.99\.0\.10:80 status=0 $TAIL"
+C curl -sS --max-time 10 -o "$E2E_TMP/b" --socks5-hostname "ci:$CI_PW@10.200.0.1:1080" \
+	"http://origin.test/?m=cl-curl" 2>"$E2E_TMP/curl.err" || true
+check "curl from cl with user:pass@ (RFC 1929)" cmp -s "$E2E_TMP/b" "$WWW/index.html"
+C curl -sS --max-time 10 -o /dev/null --socks5-hostname "10.200.0.1:1080" \
+	"http://origin.test/?m=cl-curl-noauth" 2>"$E2E_TMP/curl.err" || true
+check "curl from cl without credentials fails at the method ($(head -c 100 "$E2E_TMP/curl.err"))" \
+	grep -qi 'auth\|method' "$E2E_TMP/curl.err"
+mark
+skc origin.test:80 --methods 02 --user auditor --pass "$AUDIT_PW" --get "/?m=report"
+want "report mode (auditor): allowed, relayed" '^method=02 auth=00 rep=0 .*http=200 '
+check "report mode: decision=report reason=not-allowed" logged \
+	"${A}client=auditor src=10\.200\.0\.2:[0-9]+ policy=audit method=CONNECT host=origin\.test port=80 decision=report reason=not-allowed upstream=10\.99\.0\.10:80 status=0 "
+
+# --- CONNECT by address type ---------------------------------------------------
+sk 10.99.0.10:80 --get "/1k?m=atyp1"
+want "ATYP 1 (10.99.0.10): 200, 1 KiB" "^method=00 rep=0 bnd=10\.99\.0\.1:[0-9]+ http=200 len=1024 sha256=$K1_SHA"
+check "ATYP 1: BND is nginx's peer" bnd_is_peer atyp1
+sk origin.test:80 --get "/1k?m=atyp3"
+want "ATYP 3 (origin.test), resolved by the gateway: 200, 1 KiB" "^method=00 rep=0 bnd=10\.99\.0\.1:[0-9]+ http=200 len=1024 "
+sk '[fd99::10]:80' --get "/1k?m=atyp4"
+want "ATYP 4 ([fd99::10]): 200, 1 KiB, BND an IPv6 address" "^method=00 rep=0 bnd=\[fd99::1\]:[0-9]+ http=200 len=1024 sha256=$K1_SHA"
+check "ATYP 4: BND is nginx's peer" bnd_is_peer atyp4
+mark
+sk v6.test:80 --get "/1k?m=atyp3v6"
+want "ATYP 3 with only an AAAA answer (v6.test): 200" "^method=00 rep=0 bnd=\[fd99::1\]:[0-9]+ http=200 len=1024 "
+check "access log: v6.test's upstream is [fd99::10]:80" logged \
+	"${A}client=local .*host=v6\.test port=80 decision=allow reason=none upstream=\[fd99::10\]:80 status=0 "
+
+# --- refusals ----------------------------------------------------------------
+mark
+refused "no allow rule (other.test:80)" other.test:80 2
+check "access log: not-allowed, upstream=-, status=2" logged \
+	"${A}client=local src=127\.0\.0\.1:[0-9]+ policy=web method=CONNECT host=other\.test port=80 decision=deny reason=not-allowed upstream=- status=2 $TAIL"
+refused "an allowed name on a port no rule names (origin.test:22)" origin.test:22 2
+refused "a deny rule wins over *.origin.test" blocked.origin.test:80 2
+check "access log: denied" logged "${A}client=local .*host=blocked\.origin\.test port=80 decision=deny reason=denied upstream=- status=2 "
+refused "a name resolving outside allow_private (internal.test)" internal.test:80 2
+check "access log: private-address" logged "${A}client=local .*host=internal\.test port=80 decision=deny reason=private-address upstream=- status=2 "
+refused "a name resolving to the metadata address (meta.test)" meta.test:80 2
+refused "a name resolving to loopback (loop.test)" loop.test:80 2
+refused "one forbidden address among allowed ones (mixed.test)" mixed.test:80 2
+refused "ATYP 1 literal 127.0.0.1" 127.0.0.1:80 2
+refused "ATYP 1 literal 169.254.169.254" 169.254.169.254:80 2
+refused "ATYP 4 literal ::1" '[::1]:80' 2
+refused "ATYP 4 literal ::ffff:127.0.0.1" '[::ffff:127.0.0.1]:80' 2
+refused "ATYP 3 carrying a literal ('127.0.0.1')" 127.0.0.1:80 2 --atyp 3
+check "access log: the literals are private-address" logged \
+	"${A}client=local .*host=::1 port=80 decision=deny reason=private-address upstream=- status=2 "
+refused "an invalid name (a_b..test)" 'a_b..test:80' 2
+refused "an unknown name (nosuch.test)" nosuch.test:80 4
+check "access log: dns-nxdomain, status=4" logged "${A}client=local .*host=nosuch\.test port=80 decision=allow reason=dns-nxdomain upstream=- status=4 "
+refused "a refused port (origin.test:8080)" origin.test:8080 5
+check "access log: connect-failed, status=5" logged "${A}client=local .*host=origin\.test port=8080 decision=allow reason=connect-failed upstream=10\.99\.0\.10:8080 status=5 "
+t0=$(date +%s%N)
+refused "a port that drops SYNs (origin.test:81)" origin.test:81 6
+t1=$(( ($(date +%s%N) - t0) / 1000000 ))
+check "the TTL-expired reply came after connect_timeout_ms (took ${t1} ms, want 400..3000)" \
+	test "$t1" -ge 400 -a "$t1" -le 3000
+check "access log: connect-timeout, status=6" logged "${A}client=local .*host=origin\.test port=81 decision=allow reason=connect-timeout .*status=6 "
+refused "a name the DNS server never answers (slow.test)" slow.test:80 6
+check "access log: dns-timeout, status=6" logged "${A}client=local .*host=slow\.test port=80 decision=allow reason=dns-timeout upstream=- status=6 "
+refused "BIND (cmd 2)" origin.test:80 7 --cmd 2
+refused "UDP ASSOCIATE (cmd 3)" origin.test:80 7 --cmd 3
+check "access log: unsupported, status=7" logged "${A}client=local .*decision=deny reason=unsupported upstream=- status=7 "
+refused "an unknown command (cmd 9)" origin.test:80 7 --cmd 9
+refused "ATYP 2" origin.test:80 8 --atyp 2
+refused "ATYP 5" origin.test:80 8 --atyp 5
+check "access log: ATYP refusals, status=8" logged "${A}client=local .*decision=deny reason=unsupported upstream=- status=8 "
+
+# --- malformed input: closed, nothing relayed ----------------------------------
+# Greeting errors close without a reply; a bad request gets REP 01 first.
+R01=05010001000000000000
+# shellcheck disable=SC2086 # $how is zero, one or two words
+for how in "" "--split 1" "--random"; do
+	lbl=${how:-whole}
+	rawsk 040100 $how
+	want "greeting with version 4 ($lbl): closed, no reply" '^recv=- end=(eof|rst)$'
+	rawsk 0500 $how
+	want "greeting with zero methods ($lbl): closed, no reply" '^recv=- end=(eof|rst)$'
+	rawsk "$(printf '41%.0s' $(seq 300))" $how
+	want "300 bytes of garbage ($lbl): closed, no reply" '^recv=- end=(eof|rst)$'
+	rawsk 050100 0501000300 $how
+	want "a request with domain length 0 ($lbl): REP 01, closed" "^recv=0500$R01 end=(eof|rst)$"
+	rawsk 050100 050101010a63000a0050 $how
+	want "a request with a non-zero reserved byte ($lbl): REP 01, closed" "^recv=0500$R01 end=(eof|rst)$"
+	rawsk 050100 "050100030b6f726967696e2e7465737400" $how
+	want "a request cut short, then EOF pending ($lbl): no reply yet" '^recv=0500 end=open$'
+	rawsk 050102 0100 $how
+	want "RFC 1929 with username length 0 ($lbl): status 01, closed" '^recv=05020101 end=(eof|rst)$'
+	rawsk 050102 020163016b $how
+	want "RFC 1929 with version 2 ($lbl): status 01, closed" '^recv=05020101 end=(eof|rst)$'
+done
+rawsk 05010078
+want "trailing garbage: a byte after the greeting, before the method reply: closed, no reply" '^recv=- end=(eof|rst)$'
+rawsk "05ff$(printf '00%.0s' $(seq 255))$(printf '41%.0s' $(seq 43))"
+want "an oversize greeting (300 bytes: 255 methods and 43 more): closed, no reply" '^recv=- end=(eof|rst)$'
+rawsk 050100 "05010001$(printf '0a63000a')0050ff"
+want "trailing garbage after the request, before the reply: REP 01, closed" "^recv=0500$R01 end=(eof|rst)$"
+rawsk 050100 "05010003ff$(printf '61%.0s' $(seq 300))"
+want "an oversize request (300 more bytes): REP 01, closed" "^recv=0500$R01 end=(eof|rst)$"
+rawsk 050100 "05010003ff$(printf '61%.0s' $(seq 300))" --split 7
+want "an oversize request in 7-byte pieces: a failure REP (01 or 02), closed" "^recv=0500050[12]0001000000000000 end=(eof|rst)$"
+
+# --- real clients ----------------------------------------------------------
+sha=$(G env ALL_PROXY=socks5h://127.0.0.1:1080 curl -sS --max-time 10 "http://origin.test/1k?m=allproxy" | sha256sum | cut -d' ' -f1) || true
+check "curl with ALL_PROXY=socks5h://127.0.0.1:1080" test "$sha" = "$K1_SHA"
+sha=$(G curl -sS --max-time 10 --socks5-hostname "ci:$CI_PW@127.0.0.1:1080" "http://origin.test/1k?m=curl-up" | sha256sum | cut -d' ' -f1) || true
+check "curl --socks5-hostname ci:PASS@127.0.0.1:1080 (user/password from 127.0.0.1)" test "$sha" = "$K1_SHA"
+sha=$(G curl -sS --max-time 10 --socks5 "ci:$CI_PW@127.0.0.1:1080" "http://10.99.0.10/1k?m=curl-up4" | sha256sum | cut -d' ' -f1) || true
+check "curl --socks5 ci:PASS@127.0.0.1:1080 to 10.99.0.10" test "$sha" = "$K1_SHA"
+G curl -sS --max-time 10 -o /dev/null --socks5-hostname 127.0.0.1:1080 "http://other.test/" 2>"$E2E_TMP/curl.err" || true
+check "curl names the refusal ($(head -c 120 "$E2E_TMP/curl.err"))" \
+	grep -Eqi 'not allowed|\(2\)' "$E2E_TMP/curl.err"
+rm -rf "$E2E_TMP/clone"
+check "git clone (dumb http) with http.proxy=socks5h://" \
+	G env HOME="$E2E_TMP" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 \
+	timeout 30 git -c http.proxy=socks5h://127.0.0.1:1080 clone -q http://origin.test/repo.git "$E2E_TMP/clone"
+check "git clone: the work tree is right" grep -qx "cloned through sluice" "$E2E_TMP/clone/README"
+SSHO=(-F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
+	-o ConnectTimeout=5 -p 7005)
+if nc -h 2>&1 | grep -q -- '-X proxy_protocol'; then
+	G timeout 10 ssh -v "${SSHO[@]}" -o ProxyCommand='nc -X 5 -x 127.0.0.1:1080 %h %p' \
+		slowbox.test true 2>"$E2E_TMP/ssh.err" || true
+	check "ssh with ProxyCommand 'nc -X 5 -x 127.0.0.1:1080 %h %p' reads the server's banner" \
+		grep -q 'remote software version sluice_e2e_banner' "$E2E_TMP/ssh.err"
+else
+	echo "skip ssh through nc -X 5: no netcat-openbsd"
+fi
+G timeout 10 ssh -v "${SSHO[@]}" -o ProxyCommand="$PY $SC pipe 127.0.0.1 1080 %h %p" \
+	slowbox.test true 2>"$E2E_TMP/ssh.err" || true
+check "ssh with a python ProxyCommand reads the server's banner" \
+	grep -q 'remote software version sluice_e2e_banner' "$E2E_TMP/ssh.err"
+check "and the server read ssh's" grep -q '^banner: SSH-2.0-OpenSSH' "$E2E_TMP/servers.log"
+
+# --- tunnels, splicing -------------------------------------------------------
+mark
+tunnel_cases splice
+check "access log: the 100 MiB tunnel counts its bytes_out" \
+	field_ge "${A}client=local .*host=origin\.test port=80 .*status=0 " bytes_out 104857600
+check "access log: the half-close tunnel counts its bytes_in" \
+	field_ge "${A}client=local .*host=slowbox\.test port=7001 .*status=0 " bytes_in 1000000
+
+no_conns_left() {
+	for _ in $(seq 40); do
+		[ -z "$(G ss -Htn state established state close-wait '( sport = :1080 )')" ] && return 0
+		sleep 0.05
+	done
+	G ss -Htnp state established state close-wait '( sport = :1080 )' >&2
+	return 1
+}
+check "no client connection is left open once the clients have gone" no_conns_left
+stop_sluiced
+check "sluiced exits 0 on SIGTERM (exit $rc)" test "$rc" = 0
+
+# ===========================================================================
+# Run 2: the tunnels again, copying.
+start_sluiced sluiced-copy.log SLUICE_NO_SPLICE=1
+check "sluiced starts with SLUICE_NO_SPLICE=1" wait_for "$LOG" "sluiced [0-9.]+ started"
+door_up || true
+tunnel_cases copy
+stop_sluiced
+
+# ===========================================================================
+# Run 3: max_connections 2, shared by both doors.
+write_conf 2
+start_sluiced sluiced-max.log
+check "sluiced starts with max_connections: 2" wait_for "$LOG" "sluiced [0-9.]+ started"
+door_up || true
+OUT=$(G "$PY" "$SC" maxconn 127.0.0.1 3128 1080 2>&1) || true
+want "one forward and one SOCKS connection open: a new SOCKS one is closed at once, no reply" 'probe1=(eof|rst)( |$)'
+want "two SOCKS connections open: the forward door answers 503" 'probe2=503( |$)'
+want "once they close, a new SOCKS connection is served" 'probe3=0500$'
+check "the log says why" grep -q 'socks door: refusing a connection: too-many-connections' "$LOG"
+stop_sluiced
+
+if [ -n "${E2E_KEEP:-}" ]; then
+	mkdir -p "$E2E_KEEP"
+	cp "$E2E_TMP"/*.log "$E2E_TMP/sluice.yaml" "$E2E_KEEP/" 2>/dev/null || true
+fi
+finish
