@@ -1,0 +1,75 @@
+/* agent-t.h: types of sluice-agent, the guest side of the agent protocol.
+ * One connection, one poll loop, no threads. */
+#ifndef SLUICE_AGENT_AGENT_T_H
+#define SLUICE_AGENT_AGENT_T_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto.h"
+
+#define AGENT_MAX_STREAMS 64            /* open streams per connection */
+#define AGENT_RBUF 65536                /* bytes read from the host at once */
+#define AGENT_OUT_HIGH (512u * 1024)    /* stop producing data above this */
+#define AGENT_OUT_HARD (4u * 1024 * 1024) /* stop reading requests above */
+#define AGENT_DRAIN_MS 250              /* pipe grace after a child exits */
+#define AGENT_STDIN_BUF (256u * 1024)   /* stdin credit granted at once */
+
+enum agent_stream_kind {
+	AGENT_SK_FREE = 0,
+	AGENT_SK_EXEC,
+	AGENT_SK_READ,
+	AGENT_SK_WRITE,
+};
+
+/* One open stream. Exec: a child in its own process group with three
+ * pipes; read: a file sent as OUT frames; write: a temporary file renamed
+ * into place when the host sends an empty IN frame. */
+struct agent_stream {
+	enum agent_stream_kind kind;
+	uint32_t id;
+	uint64_t window;        /* OUT/ERR bytes the host still accepts */
+	uint64_t in_credit;     /* IN bytes the host may still send */
+	uint64_t total;         /* bytes moved so far */
+
+	/* exec */
+	pid_t pid;
+	int fd_out, fd_err, fd_in;
+	uint8_t *inbuf;         /* stdin waiting for the pipe */
+	size_t in_len;
+	bool in_eof;            /* the host sent its empty IN frame */
+	bool exited;
+	int status;             /* from waitpid */
+	bool timed_out;
+	int64_t deadline;       /* kill at this time (ms), 0 = none */
+	int64_t drain_deadline; /* close pipes at this time after exit */
+
+	/* read and write */
+	int file_fd;
+	char *path;             /* write: final name */
+	char *tmp_path;         /* write: temporary name */
+	unsigned mode;
+};
+
+struct agent {
+	int fd;                 /* the host stream, non-blocking */
+	int sigfd;              /* SIGCHLD */
+	bool eof;               /* the host closed its side */
+	bool dead;              /* fatal framing or I/O error */
+	struct agent_dec dec;
+	uint8_t *dec_buf;
+	uint8_t *rbuf;
+
+	uint8_t *out;           /* frames waiting for the host */
+	size_t out_off, out_len, out_cap;
+
+	struct agent_stream streams[AGENT_MAX_STREAMS];
+	char *const *base_env;        /* the variables commands inherit */
+	int64_t started_ms;
+
+	uint64_t frames_bad, frames_unknown_stream, reaped;
+};
+
+#endif

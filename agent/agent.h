@@ -1,0 +1,77 @@
+/* agent.h: sluice-agent's pieces. agent.c is the connection, its poll loop
+ * and exec; fsops.c the file operations; env.c the command environment;
+ * main.c the PID 1 duties. Single-threaded: everything runs on the loop. */
+#ifndef SLUICE_AGENT_AGENT_H
+#define SLUICE_AGENT_AGENT_H
+
+#include "agent-t.h"
+
+struct json_t;
+
+/* ---- env.c ------------------------------------------------------------ */
+
+/* True for the names a command inherits from the agent's environment:
+ * PATH, HOME, TERM, the proxy variables (both cases) and the CA bundle
+ * variables. */
+bool agent_env_inherited(const char *name, size_t len);
+
+/* Builds a command's environment: the inherited variables of `agent_env`
+ * ("NAME=value" strings, NULL-terminated), PATH and HOME defaulted when
+ * absent, then `set[0..nset)` ("NAME=value") on top, a later name
+ * replacing an earlier one. Returns 0 with *out a new NULL-terminated
+ * array (free with agent_env_free), or -EINVAL with a line in err for a
+ * bad name (empty, with '=' or NUL), -ENOMEM. */
+int agent_env_build(char *const *agent_env, const char *const *set,
+		    size_t nset, char ***out, char *err, size_t errsz);
+void agent_env_free(char **env);
+
+/* ---- agent.c ---------------------------------------------------------- */
+
+/* Prepares a for the host stream `fd` (made non-blocking; a owns it).
+ * agent_env is the agent's own environment, borrowed for as long as a
+ * lives. SIGCHLD must already be blocked (main does it). Returns 0 or a
+ * negative errno with a line in err. */
+int agent_init(struct agent *a, int fd, char *const *agent_env, char *err,
+	       size_t errsz);
+
+/* Serves the connection until the host closes it or it fails; on return
+ * every child has been killed. Returns 0 on a clean close, else a
+ * negative errno. */
+int agent_run(struct agent *a);
+void agent_fini(struct agent *a);
+
+/* Queues one frame, a JSON frame (j borrowed), an ERROR frame. They never
+ * fail short of out-of-memory, which ends the agent. */
+void agent_send(struct agent *a, uint8_t type, uint32_t stream,
+		const void *p, size_t len);
+void agent_send_json(struct agent *a, uint8_t type, uint32_t stream,
+		     const struct json_t *j);
+void agent_send_error(struct agent *a, uint32_t stream, const char *code,
+		      int err, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/* A free stream slot for id, or NULL (the caller answers the error). */
+struct agent_stream *agent_stream_new(struct agent *a, uint32_t id,
+				      enum agent_stream_kind kind);
+/* Closes the stream's fds, removes a write's temporary file, frees it. */
+void agent_stream_free(struct agent *a, struct agent_stream *s);
+
+/* ---- fsops.c ---------------------------------------------------------- */
+
+/* Each answers the request on stream `id` itself (RESULT or ERROR), or
+ * opens a stream that the loop drives (read, write). req is borrowed. */
+void agent_op_read(struct agent *a, uint32_t id, const struct json_t *req);
+void agent_op_write(struct agent *a, uint32_t id, const struct json_t *req);
+void agent_op_list(struct agent *a, uint32_t id, const struct json_t *req);
+void agent_op_stat(struct agent *a, uint32_t id, const struct json_t *req);
+void agent_op_mkdir(struct agent *a, uint32_t id, const struct json_t *req);
+void agent_op_remove(struct agent *a, uint32_t id, const struct json_t *req);
+
+/* A write stream got IN bytes (len 0: the end). */
+void agent_write_in(struct agent *a, struct agent_stream *s,
+		    const uint8_t *p, size_t len);
+/* A read stream may send: reads one chunk within its window. Returns true
+ * when the stream ended (RESULT or ERROR sent, stream freed). */
+bool agent_read_pump(struct agent *a, struct agent_stream *s);
+
+#endif

@@ -1,0 +1,114 @@
+/* env.c: a command's environment. See agent.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+
+static const char *const inherited[] = {
+	"PATH", "HOME", "TERM",
+	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
+	"http_proxy", "https_proxy", "all_proxy", "no_proxy",
+	"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+	"GIT_SSL_CAINFO", "CURL_CA_BUNDLE", "PIP_CERT",
+};
+
+static const char *const defaults[] = {
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/root",
+};
+
+bool
+agent_env_inherited(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(inherited) / sizeof(inherited[0]); i++)
+		if (strlen(inherited[i]) == len &&
+		    memcmp(inherited[i], name, len) == 0)
+			return true;
+	return false;
+}
+
+static size_t
+name_len(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+
+	return eq ? (size_t)(eq - kv) : strlen(kv);
+}
+
+/* Puts kv into env[0..*n), replacing a variable of the same name. */
+static int
+env_put(char **env, size_t *n, const char *kv)
+{
+	size_t nl = name_len(kv);
+	char *dup = strdup(kv);
+
+	if (dup == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < *n; i++) {
+		if (name_len(env[i]) == nl && memcmp(env[i], kv, nl) == 0) {
+			free(env[i]);
+			env[i] = dup;
+			return 0;
+		}
+	}
+	env[(*n)++] = dup;
+	return 0;
+}
+
+void
+agent_env_free(char **env)
+{
+	if (env == NULL)
+		return;
+	for (char **p = env; *p; p++)
+		free(*p);
+	free(env);
+}
+
+int
+agent_env_build(char *const *agent_env, const char *const *set, size_t nset,
+		char ***out, char *err, size_t errsz)
+{
+	size_t cap = nset + sizeof(inherited) / sizeof(inherited[0]) +
+		     sizeof(defaults) / sizeof(defaults[0]) + 1;
+	size_t n = 0;
+	char **env;
+	int rc = 0;
+
+	*out = NULL;
+	for (size_t i = 0; i < nset; i++) {
+		const char *eq = strchr(set[i], '=');
+
+		if (eq == NULL || eq == set[i]) {
+			snprintf(err, errsz,
+				 "environment entry %zu: want NAME=value with "
+				 "a non-empty NAME", i);
+			return -EINVAL;
+		}
+	}
+	env = calloc(cap, sizeof(*env));
+	if (env == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+		if ((rc = env_put(env, &n, defaults[i])) < 0)
+			goto out;
+	for (char *const *p = agent_env; p && *p; p++) {
+		if (strchr(*p, '=') == NULL ||
+		    !agent_env_inherited(*p, name_len(*p)))
+			continue;
+		if ((rc = env_put(env, &n, *p)) < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < nset; i++)
+		if ((rc = env_put(env, &n, set[i])) < 0)
+			goto out;
+	env[n] = NULL;
+	*out = env;
+	return 0;
+out:
+	agent_env_free(env);
+	snprintf(err, errsz, "out of memory");
+	return rc;
+}

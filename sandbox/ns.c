@@ -1,0 +1,804 @@
+/* ns.c: the `ns` backend. A sandbox is a process tree in new mount, pid,
+ * net, uts, ipc and cgroup namespaces, rooted in an overlay (the template
+ * read-only below, a per-sandbox upper directory above), limited by a
+ * cgroup, with a reduced capability bounding set, no_new_privs and a
+ * seccomp filter. Its PID 1 is sluice-agent (or, until one is configured,
+ * a placeholder shell), talking over an inherited socket on fd 3.
+ *
+ * Start: the parent prepares everything that needs memory (a `plan`),
+ * clones the child, which blocks on a pipe while the parent puts it in
+ * its cgroup and wires its network from outside (setns into each
+ * namespace from the calling thread: no `ip netns exec`, which would lose
+ * /sys/fs/cgroup); then the child mounts, pivots, drops privilege and
+ * execs. The child allocates nothing (the parent may have threads). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sandbox-int.h"
+#include "sandbox.h"
+
+#define MOUNTS_MAX 32
+#define ENV_MAX    128
+
+/* What the guest's PID 1 keeps: enough to run commands as any user and
+ * manage files anywhere in its own root. No SYS_ADMIN, NET_ADMIN,
+ * NET_RAW, SYS_PTRACE, SYS_MODULE, MKNOD, SYS_RAWIO, ... */
+#define KEEP_CAPS                                                                                  \
+	((1ull << CAP_CHOWN) | (1ull << CAP_DAC_OVERRIDE) | (1ull << CAP_FOWNER) |                 \
+	 (1ull << CAP_FSETID) | (1ull << CAP_KILL) | (1ull << CAP_SETGID) | (1ull << CAP_SETUID) | \
+	 (1ull << CAP_NET_BIND_SERVICE))
+
+/* The stand-in PID 1 while no agent is configured: runs each line read
+ * from fd 3 with sh and answers its output, then a marker with the
+ * status. For debugging and tests only. */
+static const char placeholder_sh[] = "exec 0</dev/null\n"
+                                     "while IFS= read -r line <&3; do\n"
+                                     "  ( eval \"$line\" ) </dev/null >&3 2>&3\n"
+                                     "  printf '\\n@@sbx-exit:%d@@\\n' $? >&3\n"
+                                     "done\n";
+
+struct bind {
+	char src[PATH_MAX];
+	char dst[PATH_MAX]; /* full host-side path under plan.root */
+	bool ro;
+};
+
+struct plan {
+	char root[PATH_MAX];
+	char ovl_opts[3 * PATH_MAX + 64];
+	size_t nbinds;
+	struct bind binds[SBX_TPL_BINDS + MOUNTS_MAX];
+	char proc[PATH_MAX + 8], tmp[PATH_MAX + 8], dev[PATH_MAX + 8];
+	char hostname[64];
+	char cwd[512];
+	int exe_fd; /* O_PATH of the agent, or -1 */
+	int sock_fd, go_fd, err_fd;
+	int cap_last;
+	char *argv[8];
+	char *envp[ENV_MAX + 2];
+	unsigned short nfilter;
+	struct sock_filter filter[SBX_SECCOMP_MAX];
+};
+
+struct child_err {
+	int err;
+	char step[200];
+};
+
+struct sbx {
+	struct sbx_head head; /* first: see sandbox.c */
+	pid_t pid;            /* the guest's PID 1, -1 once reaped */
+	int pidfd;
+	int agent_fd;
+	int nl_peer; /* netlink socket in the peer's namespace */
+	char peer_ifname[SBX_IFNAME_MAX + 1];
+	struct sbx_cg cg;
+	char dir[PATH_MAX]; /* state_dir/<id> */
+	bool stopped;
+};
+
+/* ---- the child (no allocation from here to exec) --------------------- */
+
+static size_t
+cpy(char *dst, const char *src, size_t cap)
+{
+	size_t n = strlen(src);
+
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(dst, src, n);
+	dst[n] = 0;
+	return n;
+}
+
+static __attribute__((noreturn)) void
+child_fail(const struct plan *p, const char *step, const char *what)
+{
+	struct child_err e = {.err = errno};
+	size_t n = cpy(e.step, step, sizeof(e.step));
+
+	if (what && n + 2 < sizeof(e.step)) {
+		e.step[n++] = ' ';
+		cpy(e.step + n, what, sizeof(e.step) - n);
+	}
+	if (write(p->err_fd, &e, sizeof(e)) < 0) {
+		/* nothing more to say */
+	}
+	_exit(127);
+}
+
+static void
+child_mount(const struct plan *p, const char *src, const char *dst, const char *type,
+            unsigned long flags, const char *data)
+{
+	if (mount(src, dst, type, flags, data) < 0)
+		child_fail(p, "mount", dst);
+}
+
+static void
+ro_bind(const struct plan *p, const char *src, const char *dst, bool ro)
+{
+	child_mount(p, src, dst, NULL, MS_BIND | MS_REC, NULL);
+	if (ro)
+		child_mount(p, NULL, dst, NULL,
+		            MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+}
+
+static void
+join(char *out, size_t cap, const char *a, const char *b)
+{
+	size_t n = cpy(out, a, cap);
+
+	cpy(out + n, b, cap - n);
+}
+
+static void
+child_dev(const struct plan *p)
+{
+	static const struct {
+		const char *name;
+		unsigned maj, min;
+	} nodes[] = {{"/null", 1, 3},   {"/zero", 1, 5},    {"/full", 1, 7},
+	             {"/random", 1, 8}, {"/urandom", 1, 9}, {"/tty", 5, 0}};
+	static const char *const links[][2] = {{"pts/ptmx", "/ptmx"},
+	                                       {"/proc/self/fd", "/fd"},
+	                                       {"/proc/self/fd/0", "/stdin"},
+	                                       {"/proc/self/fd/1", "/stdout"},
+	                                       {"/proc/self/fd/2", "/stderr"}};
+	char path[PATH_MAX + 32];
+
+	child_mount(p, "tmpfs", p->dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=256k");
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		join(path, sizeof(path), p->dev, nodes[i].name);
+		if (mknod(path, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) < 0)
+			child_fail(p, "mknod", path);
+	}
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		join(path, sizeof(path), p->dev, links[i][1]);
+		if (symlink(links[i][0], path) < 0)
+			child_fail(p, "symlink", path);
+	}
+	join(path, sizeof(path), p->dev, "/pts");
+	if (mkdir(path, 0755) < 0)
+		child_fail(p, "mkdir", path);
+	child_mount(p, "devpts", path, "devpts", MS_NOSUID | MS_NOEXEC,
+	            "newinstance,ptmxmode=0666,mode=0620");
+	join(path, sizeof(path), p->dev, "/shm");
+	if (mkdir(path, 01777) < 0)
+		child_fail(p, "mkdir", path);
+	child_mount(p, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+}
+
+static void
+child_proc(const struct plan *p)
+{
+	static const char *const ro[] = {"/sys", "/sysrq-trigger", "/irq", "/bus", "/fs"};
+	static const char *const masked[] = {"/kcore", "/keys", "/timer_list", "/sched_debug",
+	                                     "/kallsyms"};
+	char path[PATH_MAX + 32];
+	struct stat st;
+
+	/* Mounted before pivot_root, while the new pid namespace's proc
+	 * can still be reached from the old root. */
+	child_mount(p, "proc", p->proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
+		join(path, sizeof(path), p->proc, ro[i]);
+		if (lstat(path, &st) == 0)
+			ro_bind(p, path, path, true);
+	}
+	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
+		join(path, sizeof(path), p->proc, masked[i]);
+		if (lstat(path, &st) == 0)
+			child_mount(p, "/dev/null", path, NULL, MS_BIND, NULL);
+	}
+}
+
+static void
+child_caps(const struct plan *p)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	unsigned long long keep = KEEP_CAPS;
+
+	for (int c = 0; c <= p->cap_last; c++)
+		if (!(keep & (1ull << c)) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
+			child_fail(p, "drop capability", NULL);
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	for (int i = 0; i < 2; i++) {
+		d[i].effective = d[i].permitted = d[i].inheritable = (uint32_t)(keep >> (32 * i));
+	}
+	if (syscall(SYS_capset, &h, d) < 0)
+		child_fail(p, "capset", NULL);
+}
+
+static int
+child_main(void *arg)
+{
+	const struct plan *p = arg;
+	struct sock_fprog prog = {.len = p->nfilter,
+	                          .filter = (struct sock_filter *)(uintptr_t)p->filter};
+	char c;
+	int nul;
+
+	umask(0);
+	/* Wait for the parent: cgroup and network come from outside. */
+	if (read(p->go_fd, &c, 1) != 1)
+		_exit(126);
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		child_fail(p, "unshare cgroup namespace", NULL);
+	child_mount(p, NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+	child_mount(p, "overlay", p->root, "overlay", 0, p->ovl_opts);
+	for (size_t i = 0; i < p->nbinds; i++)
+		ro_bind(p, p->binds[i].src, p->binds[i].dst, p->binds[i].ro);
+	child_proc(p);
+	child_mount(p, "tmpfs", p->tmp, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+	child_dev(p);
+	if (chdir(p->root) < 0)
+		child_fail(p, "chdir", p->root);
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		child_fail(p, "pivot_root", NULL);
+	if (umount2(".", MNT_DETACH) < 0)
+		child_fail(p, "umount old root", NULL);
+	if (chdir("/") < 0)
+		child_fail(p, "chdir /", NULL);
+	if (sethostname(p->hostname, strlen(p->hostname)) < 0)
+		child_fail(p, "sethostname", NULL);
+
+	/* fds: 0-2 /dev/null, 3 the agent stream, 4 the agent executable,
+	 * 5 the error pipe (close-on-exec), nothing else. */
+	nul = open("/dev/null", O_RDWR);
+	if (nul < 0)
+		child_fail(p, "open /dev/null", NULL);
+	if (dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0 || dup2(p->sock_fd, 3) < 0 ||
+	    dup2(p->err_fd, 5) < 0 || (p->exe_fd >= 0 && dup2(p->exe_fd, 4) < 0))
+		child_fail(p, "dup2", NULL);
+	fcntl(5, F_SETFD, FD_CLOEXEC);
+	if (p->exe_fd >= 0)
+		fcntl(4, F_SETFD, FD_CLOEXEC);
+	((struct plan *)(uintptr_t)p)->err_fd = 5;
+	syscall(SYS_close_range, 6, ~0u, 0);
+	if (nul > 5)
+		close(nul);
+	if (chdir(p->cwd) < 0)
+		child_fail(p, "chdir", p->cwd);
+
+	child_caps(p);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(p, "no_new_privs", NULL);
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+		child_fail(p, "seccomp", NULL);
+	if (p->exe_fd >= 0)
+		syscall(SYS_execveat, 4, "", p->argv, p->envp, AT_EMPTY_PATH);
+	else
+		execve("/bin/sh", p->argv, p->envp);
+	child_fail(p, "exec", p->argv[0]);
+}
+
+/* ---- the parent -------------------------------------------------------- */
+
+static void
+ns_caps(struct sbx_caps *c)
+{
+	c->name = "ns";
+	c->isolation = "namespaces";
+	c->limit_memory = c->limit_cpus = c->limit_pids = true;
+	c->network = c->mounts = c->files = true;
+	c->typical_start_ms = 20;
+}
+
+static int
+ns_template_ensure(const struct sbx_template_req *req, struct sbx_template **out, char *err,
+                   size_t errsz)
+{
+	return sbx_tpl_ensure(req, out, err, errsz);
+}
+
+static void
+ns_template_free(struct sbx_template *t)
+{
+	sbx_tpl_free(t);
+}
+
+/* Makes guest path g exist in the upper layer unless the template has it:
+ * a directory, or an empty file when as_file. */
+static int
+ensure_guest_path(const struct sbx_template *t, const char *upper, const char *g, bool as_file)
+{
+	char lp[PATH_MAX * 2], up[PATH_MAX * 2];
+	struct stat st;
+	int fd;
+
+	sbx_pathf(lp, sizeof(lp), "%s%s", t->lower, g);
+	if (lstat(lp, &st) == 0)
+		return 0;
+	sbx_pathf(up, sizeof(up), "%s%s", upper, g);
+	if (!as_file)
+		return sbx_mkdir_p(up, 0755);
+	*strrchr(up, '/') = 0;
+	sbx_mkdir_p(up, 0755);
+	sbx_pathf(up, sizeof(up), "%s%s", upper, g);
+	fd = open(up, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+static int
+write_guest_file(const char *upper, const struct sbx_file *f)
+{
+	char up[PATH_MAX * 2];
+	const char *d = f->data;
+	size_t off = 0;
+	int fd, e = 0;
+
+	sbx_pathf(up, sizeof(up), "%s%s", upper, f->path);
+	*strrchr(up, '/') = 0;
+	sbx_mkdir_p(up, 0755);
+	sbx_pathf(up, sizeof(up), "%s%s", upper, f->path);
+	fd = open(up, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	          f->mode ? f->mode : 0644);
+	if (fd < 0)
+		return -errno;
+	fchmod(fd, f->mode ? f->mode : 0644);
+	while (off < f->len) {
+		ssize_t n = write(fd, d + off, f->len - off);
+		if (n < 0) {
+			e = -errno;
+			break;
+		}
+		off += (size_t)n;
+	}
+	close(fd);
+	return e;
+}
+
+static int
+cap_last(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
+	int v = CAP_LAST_CAP;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = CAP_LAST_CAP;
+		fclose(f);
+	}
+	return v;
+}
+
+static void
+close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Ends the guest (SIGTERM, grace, SIGKILL) and removes everything. */
+static int
+teardown(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
+{
+	int rc = 0, r, st;
+
+	/* The agent ends when its stream does; SIGTERM is for a PID 1 that
+	 * handles it. Either way, grace_ms later it is killed. */
+	close_fd(&s->agent_fd);
+	if (s->pid > 0) {
+		if (grace_ms && kill(s->pid, SIGTERM) == 0 && s->pidfd >= 0) {
+			struct pollfd pfd = {.fd = s->pidfd, .events = POLLIN};
+			poll(&pfd, 1, (int)grace_ms);
+		}
+		/* PID 1 dying ends every process in its pid namespace. */
+		kill(s->pid, SIGKILL);
+		while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
+			;
+		s->pid = -1;
+	}
+	close_fd(&s->pidfd);
+	if (s->nl_peer >= 0) {
+		/* The peer goes with the guest's namespace, but that happens
+		 * later, in a kernel worker; delete it now so its name is
+		 * free when we return. */
+		r = sbx_nl_link_del(s->nl_peer, s->peer_ifname);
+		if (r < 0 && r != -ENODEV && !rc)
+			rc = sbx_fail(err, errsz, r, "stop %s: delete link %s: %s", s->head.id,
+			              s->peer_ifname, strerror(-r));
+		close_fd(&s->nl_peer);
+	}
+	r = sbx_cg_destroy(&s->cg, rc ? NULL : err, errsz);
+	if (r < 0 && !rc)
+		rc = r;
+	if (s->dir[0]) {
+		r = sbx_rm_tree(s->dir);
+		if (r < 0 && !rc)
+			rc = sbx_fail(err, errsz, r, "stop %s: remove %s: %s", s->head.id, s->dir,
+			              strerror(-r));
+		if (r == 0)
+			s->dir[0] = 0;
+	}
+	s->stopped = true;
+	return rc;
+}
+
+static int
+fill_plan(struct plan *p, const struct sbx_template *t, const struct sbx_spec *spec,
+          const char *dir, char *err, size_t errsz)
+{
+	size_t ne = 0;
+	bool have_path = false;
+	int rc;
+
+	sbx_pathf(p->root, sizeof(p->root), "%s/root", dir);
+	if (sbx_pathf(p->ovl_opts, sizeof(p->ovl_opts),
+	              "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", t->lower, dir,
+	              dir) >= (int)sizeof(p->ovl_opts) ||
+	    strpbrk(t->lower, ",:\\") || strpbrk(dir, ",:\\"))
+		return sbx_fail(err, errsz, -EINVAL,
+		                "start: template or state paths too long or "
+		                "contain ',', ':' or '\\' (overlay separators); "
+		                "move them");
+	sbx_pathf(p->proc, sizeof(p->proc), "%s/proc", p->root);
+	sbx_pathf(p->tmp, sizeof(p->tmp), "%s/tmp", p->root);
+	sbx_pathf(p->dev, sizeof(p->dev), "%s/dev", p->root);
+	for (size_t i = 0; i < t->nbinds; i++) {
+		struct bind *b = &p->binds[p->nbinds++];
+		sbx_pathf(b->src, sizeof(b->src), "%s", t->binds[i].src);
+		sbx_pathf(b->dst, sizeof(b->dst), "%s%s", p->root, t->binds[i].dst);
+		b->ro = true;
+	}
+	if (spec->nmounts > MOUNTS_MAX)
+		return sbx_fail(err, errsz, -E2BIG, "start: more than %d mounts", MOUNTS_MAX);
+	for (size_t i = 0; i < spec->nmounts; i++) {
+		struct bind *b = &p->binds[p->nbinds++];
+		struct stat st;
+		if (stat(spec->mounts[i].source, &st) < 0)
+			return sbx_fail(err, errsz, -errno, "start: mount source %s: %s",
+			                spec->mounts[i].source, strerror(errno));
+		sbx_pathf(b->src, sizeof(b->src), "%s", spec->mounts[i].source);
+		sbx_pathf(b->dst, sizeof(b->dst), "%s%s", p->root, spec->mounts[i].target);
+		b->ro = spec->mounts[i].read_only;
+	}
+	sbx_pathf(p->hostname, sizeof(p->hostname), "%s",
+	          spec->hostname ? spec->hostname : spec->id);
+	sbx_pathf(p->cwd, sizeof(p->cwd), "%s", spec->cwd ? spec->cwd : "/");
+	if (spec->nenv > ENV_MAX)
+		return sbx_fail(err, errsz, -E2BIG, "start: more than %d env", ENV_MAX);
+	for (size_t i = 0; i < spec->nenv; i++) {
+		p->envp[ne++] = (char *)(uintptr_t)spec->env[i];
+		if (strncmp(spec->env[i], "PATH=", 5) == 0)
+			have_path = true;
+	}
+	if (!have_path)
+		p->envp[ne++] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+		                "/usr/bin:/sbin:/bin";
+	p->envp[ne] = NULL;
+	if (sbx_g.agent_path[0]) {
+		p->exe_fd = open(sbx_g.agent_path, O_PATH | O_CLOEXEC);
+		if (p->exe_fd < 0)
+			return sbx_fail(err, errsz, -errno,
+			                "start: agent %s: %s; build agent/ or fix "
+			                "the agent path",
+			                sbx_g.agent_path, strerror(errno));
+		rc = fcntl(p->exe_fd, F_DUPFD_CLOEXEC, 10);
+		close(p->exe_fd);
+		p->exe_fd = rc;
+		p->argv[0] = "sluice-agent";
+		p->argv[1] = "--fd";
+		p->argv[2] = "3";
+		p->argv[3] = NULL;
+	} else {
+		p->exe_fd = -1;
+		p->argv[0] = "sh";
+		p->argv[1] = "-c";
+		p->argv[2] = (char *)(uintptr_t)placeholder_sh;
+		p->argv[3] = NULL;
+	}
+	p->cap_last = cap_last();
+	p->nfilter = (unsigned short)sbx_seccomp_build(p->filter);
+	return 0;
+}
+
+static int
+open_peer_ns(const struct sbx_net *n, char *err, size_t errsz)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	if (n->peer_netns_fd >= 0) {
+		fd = fcntl(n->peer_netns_fd, F_DUPFD_CLOEXEC, 3);
+	} else {
+		sbx_pathf(p, sizeof(p), "/run/netns/%s", n->peer_netns);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return sbx_fail(err, errsz, -errno, "start: network namespace %s: %s",
+		                n->peer_netns_fd >= 0 ? "(fd)" : n->peer_netns, strerror(errno));
+	return fd;
+}
+
+/* Wires the guest's network from outside, while it waits. */
+static int
+setup_net(struct sbx *s, const struct sbx_net *n, char *err, size_t errsz)
+{
+	char p[64];
+	int childns = -1, peerns = -1, nl = -1, rc;
+	const char *step = "";
+
+	sbx_pathf(p, sizeof(p), "/proc/%d/ns/net", (int)s->pid);
+	childns = open(p, O_RDONLY | O_CLOEXEC);
+	if (childns < 0)
+		return sbx_fail(err, errsz, -errno, "start: %s: %s", p, strerror(errno));
+	rc = nl = sbx_nl_open_in(childns);
+	step = "netlink in the sandbox";
+	if (rc < 0)
+		goto out;
+	step = "lo up";
+	if ((rc = sbx_nl_link_up(nl, "lo", 0)) < 0)
+		goto out;
+	if (n->kind != SBX_NET_LINK)
+		goto out;
+	if ((rc = peerns = open_peer_ns(n, err, errsz)) < 0) {
+		close(childns);
+		close(nl);
+		return rc;
+	}
+	step = "netlink in the peer namespace";
+	if ((rc = s->nl_peer = sbx_nl_open_in(peerns)) < 0)
+		goto out;
+	step = "create veth";
+	if ((rc = sbx_nl_veth_add(nl, "eth0", n->peer_ifname, peerns)) < 0)
+		goto out;
+	sbx_pathf(s->peer_ifname, sizeof(s->peer_ifname), "%s", n->peer_ifname);
+	step = "peer up";
+	if ((rc = sbx_nl_link_up(s->nl_peer, n->peer_ifname, n->mtu)) < 0)
+		goto out;
+	step = "eth0 up";
+	if ((rc = sbx_nl_link_up(nl, "eth0", n->mtu)) < 0)
+		goto out;
+	step = "address";
+	if (n->address && (rc = sbx_nl_addr_add(nl, "eth0", n->address)) < 0)
+		goto out;
+	step = "default route";
+	if (n->gateway && (rc = sbx_nl_route_default(nl, "eth0", n->gateway)) < 0)
+		goto out;
+out:
+	if (rc < 0)
+		rc = sbx_fail(err, errsz, rc, "start: network: %s: %s", step, strerror(-rc));
+	else
+		rc = 0;
+	if (nl >= 0)
+		close(nl);
+	if (peerns >= 0)
+		close(peerns);
+	close(childns);
+	return rc;
+}
+
+static int
+ns_start(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx **out, char *err,
+         size_t errsz)
+{
+	struct sbx *s;
+	struct plan *p = NULL;
+	int sv[2] = {-1, -1}, go[2] = {-1, -1}, ep[2] = {-1, -1}, rc;
+	char path[PATH_MAX * 2];
+	void *stack = MAP_FAILED;
+	const size_t stack_sz = 256 * 1024;
+	struct child_err ce;
+	ssize_t n;
+
+	s = sbx_calloc(1, sizeof(*s));
+	if (!s)
+		return sbx_fail(err, errsz, -ENOMEM, "start: out of memory");
+	sbx_pathf(s->head.id, sizeof(s->head.id), "%s", spec->id);
+	s->pid = -1;
+	s->pidfd = s->agent_fd = s->nl_peer = -1;
+
+	/* The writable layer. */
+	if ((rc = sbx_mkdir_p(sbx_g.state_dir, 0700)) < 0) {
+		rc = sbx_fail(err, errsz, rc, "start: state dir %s: %s", sbx_g.state_dir,
+		              strerror(-rc));
+		goto fail;
+	}
+	sbx_pathf(path, sizeof(path), "%s/%s", sbx_g.state_dir, spec->id);
+	if (mkdir(path, 0700) < 0) {
+		rc = sbx_fail(err, errsz, -errno,
+		              errno == EEXIST ? "start: sandbox id %s is in use (%s)"
+		                              : "start: sandbox id %s: %s",
+		              spec->id, errno == EEXIST ? path : strerror(errno));
+		goto fail;
+	}
+	sbx_pathf(s->dir, sizeof(s->dir), "%s", path);
+	{
+		static const char *const sub[] = {"upper", "work", "root"};
+		for (size_t i = 0; i < 3; i++) {
+			sbx_pathf(path, sizeof(path), "%s/%s", s->dir, sub[i]);
+			if (mkdir(path, 0755) < 0) {
+				rc = sbx_fail(err, errsz, -errno, "start: %s: %s", path,
+				              strerror(errno));
+				goto fail;
+			}
+		}
+	}
+	sbx_pathf(path, sizeof(path), "%s/upper", s->dir);
+	{
+		static const char *const mp[] = {"/proc", "/dev", "/tmp"};
+		for (size_t i = 0; i < 3; i++)
+			ensure_guest_path(t, path, mp[i], false);
+		for (size_t i = 0; i < t->nbinds; i++)
+			ensure_guest_path(t, path, t->binds[i].dst, false);
+		for (size_t i = 0; i < spec->nmounts; i++) {
+			struct stat st;
+			bool file = stat(spec->mounts[i].source, &st) == 0 && !S_ISDIR(st.st_mode);
+			ensure_guest_path(t, path, spec->mounts[i].target, file);
+		}
+		if (spec->cwd)
+			ensure_guest_path(t, path, spec->cwd, false);
+		for (size_t i = 0; i < spec->nfiles; i++) {
+			if ((rc = write_guest_file(path, &spec->files[i])) < 0) {
+				rc = sbx_fail(err, errsz, rc, "start: write %s: %s",
+				              spec->files[i].path, strerror(-rc));
+				goto fail;
+			}
+		}
+	}
+
+	p = sbx_calloc(1, sizeof(*p));
+	if (!p) {
+		rc = sbx_fail(err, errsz, -ENOMEM, "start: out of memory");
+		goto fail;
+	}
+	p->exe_fd = -1;
+	if ((rc = fill_plan(p, t, spec, s->dir, err, errsz)) < 0)
+		goto fail;
+	if ((rc = sbx_cg_create(spec->id, &spec->limits, &s->cg, err, errsz)) < 0)
+		goto fail;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+		rc = sbx_fail(err, errsz, -errno, "start: %s", strerror(errno));
+		goto fail;
+	}
+	/* The child renumbers to 3, 4, 5: keep its fds clear of those. */
+	p->sock_fd = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+	p->go_fd = go[0];
+	p->err_fd = fcntl(ep[1], F_DUPFD_CLOEXEC, 10);
+	if (p->sock_fd < 0 || p->err_fd < 0) {
+		rc = sbx_fail(err, errsz, -errno, "start: %s", strerror(errno));
+		goto fail_fds;
+	}
+	stack = mmap(NULL, stack_sz, PROT_READ | PROT_WRITE,
+	             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
+		rc = sbx_fail(err, errsz, -errno, "start: %s", strerror(errno));
+		goto fail_fds;
+	}
+	s->pid = clone(
+	    child_main, (char *)stack + stack_sz,
+	    CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | SIGCHLD, p);
+	if (s->pid < 0) {
+		rc = sbx_fail(err, errsz, -errno,
+		              "start: clone: %s (sluiced needs root for the ns "
+		              "backend)",
+		              strerror(errno));
+		goto fail_fds;
+	}
+	s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+	close_fd(&p->sock_fd);
+	close_fd(&p->err_fd);
+	close_fd(&go[0]);
+	close_fd(&sv[1]);
+	close_fd(&ep[1]);
+	if ((rc = sbx_cg_attach(&s->cg, s->pid, err, errsz)) < 0)
+		goto fail_fds;
+	if ((rc = setup_net(s, &spec->net, err, errsz)) < 0)
+		goto fail_fds;
+	if (write(go[1], "g", 1) != 1) {
+		rc = sbx_fail(err, errsz, -EPIPE, "start: the sandbox died early");
+		goto fail_fds;
+	}
+	close_fd(&go[1]);
+	/* EOF: the exec happened (the pipe is close-on-exec). */
+	do {
+		n = read(ep[0], &ce, sizeof(ce));
+	} while (n < 0 && errno == EINTR);
+	if (n != 0) {
+		if (n == (ssize_t)sizeof(ce)) {
+			ce.step[sizeof(ce.step) - 1] = 0;
+			rc = sbx_fail(err, errsz, -ce.err, "start: in the sandbox: %s: %s", ce.step,
+			              strerror(ce.err));
+		} else {
+			rc = sbx_fail(err, errsz, -EIO, "start: the sandbox failed before exec");
+		}
+		goto fail_fds;
+	}
+	close_fd(&ep[0]);
+	s->agent_fd = sv[0];
+	fcntl(s->agent_fd, F_SETFL, O_NONBLOCK);
+	munmap(stack, stack_sz);
+	close_fd(&p->exe_fd);
+	free(p);
+	sbx_log(SBX_LOG_INFO, "sandbox %s: started, pid %d", spec->id, (int)s->pid);
+	*out = s;
+	return 0;
+
+fail_fds:
+	if (p) {
+		close_fd(&p->sock_fd);
+		close_fd(&p->err_fd);
+	}
+	close_fd(&sv[0]);
+	close_fd(&sv[1]);
+	close_fd(&go[0]);
+	close_fd(&go[1]);
+	close_fd(&ep[0]);
+	close_fd(&ep[1]);
+fail:
+	if (stack != MAP_FAILED)
+		munmap(stack, stack_sz);
+	if (p) {
+		close_fd(&p->exe_fd);
+		free(p);
+	}
+	teardown(s, 0, NULL, 0);
+	sbx_log(SBX_LOG_WARN, "sandbox %s: start failed: %s", spec->id, err && errsz ? err : "");
+	free(s);
+	return rc;
+}
+
+static int
+ns_agent_fd(const struct sbx *s)
+{
+	return s->agent_fd >= 0 ? s->agent_fd : -EBADF;
+}
+
+static int
+ns_stop(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
+{
+	int rc;
+
+	if (s->stopped && !s->dir[0] && s->cg.ndirs == 0)
+		return 0;
+	rc = teardown(s, grace_ms, err, errsz);
+	sbx_log(rc ? SBX_LOG_WARN : SBX_LOG_INFO, "sandbox %s: stopped%s%s", s->head.id,
+	        rc ? ": " : "", rc && err ? err : "");
+	return rc;
+}
+
+static void
+ns_free(struct sbx *s)
+{
+	if (!s->stopped)
+		teardown(s, 0, NULL, 0);
+	free(s);
+}
+
+const struct sbx_backend_ops sbx_ns_ops = {
+    .name = "ns",
+    .caps = ns_caps,
+    .template_ensure = ns_template_ensure,
+    .template_free = ns_template_free,
+    .start = ns_start,
+    .agent_fd = ns_agent_fd,
+    .stop = ns_stop,
+    .free = ns_free,
+};

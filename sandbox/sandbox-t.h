@@ -1,0 +1,146 @@
+/* sandbox-t.h: the provider-neutral sandbox types. Structs, enums and
+ * callback typedefs only; the API is in sandbox.h.
+ *
+ * Nothing in here names a namespace flag, a QEMU option or an image path:
+ * a caller describes *what* it wants (limits, mounts, environment, files,
+ * a network attachment) and the backend decides how. Template references
+ * (struct sbx_template) and sandbox handles (struct sbx) are opaque. */
+#ifndef SLUICE_SANDBOX_T_H
+#define SLUICE_SANDBOX_T_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sbx_template; /* opaque: a prepared, secret-free environment */
+struct sbx;          /* opaque: one running sandbox */
+struct sbx_backend;  /* opaque: a backend with its ops table */
+
+enum sbx_log_level {
+	SBX_LOG_ERR = 0,
+	SBX_LOG_WARN,
+	SBX_LOG_INFO,
+	SBX_LOG_DEBUG,
+};
+
+/* The only way sandbox/ writes a log line. `msg` is one line, no newline,
+ * valid for the call only. Called on the thread that called into sandbox/. */
+typedef void (*sbx_log_fn)(void *arg, enum sbx_log_level level, const char *msg);
+
+/* Process-wide settings, given once to sbx_init(). Strings are copied. */
+struct sbx_init_opts {
+	sbx_log_fn log; /* NULL: silent */
+	void *log_arg;
+	const char *state_dir;     /* per-sandbox scratch (upper dirs); NULL:
+	                              /run/sluice/sandboxes */
+	const char *cache_dir;     /* built templates; NULL: /var/lib/sluice/
+	                              templates */
+	const char *agent_path;    /* host path of sluice-agent; NULL: none (the
+	                              backend then runs its own placeholder) */
+	const char *cgroup_parent; /* NULL: "sluice" under the caller's own
+	                              cgroup in each controller */
+};
+
+/* What a backend can do. Filled by sbx_caps(). */
+struct sbx_caps {
+	const char *name;      /* "ns", "vm" */
+	const char *isolation; /* "namespaces", "microvm" (for people) */
+	bool limit_memory;
+	bool limit_cpus;
+	bool limit_pids;
+	bool network; /* can attach one link */
+	bool mounts;  /* honours sbx_spec.mounts */
+	bool files;   /* honours sbx_spec.files */
+	uint32_t typical_start_ms;
+};
+
+/* Which environment to prepare. A template has no secrets and no user
+ * data: anything per-sandbox goes in the sbx_spec instead. */
+enum sbx_template_kind {
+	SBX_TEMPLATE_BUSYBOX = 0, /* a static busybox and its applets */
+	SBX_TEMPLATE_HOST,        /* the host's programs, read-only */
+	SBX_TEMPLATE_DIR,         /* a root directory the operator built */
+};
+
+struct sbx_template_req {
+	enum sbx_template_kind kind;
+	const char *dir; /* SBX_TEMPLATE_DIR: the root directory */
+};
+
+/* 0 in any field: no limit of that kind. */
+struct sbx_limits {
+	uint32_t memory_mb;
+	uint32_t cpus_milli; /* 1000 = one CPU */
+	uint32_t pids;
+};
+
+/* A host directory made visible inside the sandbox. */
+struct sbx_mount {
+	const char *source; /* absolute host path */
+	const char *target; /* absolute guest path */
+	bool read_only;
+};
+
+/* A file the sandbox starts with (resolv.conf, a CA bundle, ...). Written
+ * into the sandbox's own writable layer, never into the template. */
+struct sbx_file {
+	const char *path; /* absolute guest path; parents are created */
+	const void *data;
+	size_t len;
+	uint32_t mode; /* permission bits; 0: 0644 */
+};
+
+enum sbx_net_kind {
+	SBX_NET_NONE = 0, /* loopback only */
+	SBX_NET_LINK,     /* loopback and one point-to-point link */
+};
+
+/* One link out of the sandbox. The guest end is the sandbox's only
+ * interface besides loopback; the peer end is created in the namespace
+ * the caller names (by fd, else by name), left for the caller to wire
+ * (bridge, route, nftables), and brought up. */
+struct sbx_net {
+	enum sbx_net_kind kind;
+	int peer_netns_fd;       /* >= 0: use this; borrowed */
+	const char *peer_netns;  /* else a named network namespace */
+	const char *peer_ifname; /* the peer's name, <= 15 bytes */
+	const char *address;     /* guest address/prefix, "10.88.1.7/24" */
+	const char *gateway;     /* default route via, or NULL */
+	uint32_t mtu;            /* 0: the default */
+};
+
+/* Everything that makes one sandbox. Borrowed by sbx_start() for the call
+ * only. Arrays may be NULL when their count is 0. */
+struct sbx_spec {
+	const char *id;       /* caller's name, [A-Za-z0-9_-], <= 48 bytes */
+	const char *hostname; /* NULL: the id */
+	struct sbx_limits limits;
+	const struct sbx_mount *mounts;
+	size_t nmounts;
+	const char *const *env; /* "NAME=value", given to the agent */
+	size_t nenv;
+	const char *cwd; /* NULL: "/" */
+	const struct sbx_file *files;
+	size_t nfiles;
+	struct sbx_net net;
+};
+
+/* One backend. Every op writes one line into err on failure and returns
+ * a negative errno; see sandbox.h for each op's contract. */
+struct sbx_backend_ops {
+	const char *name;
+	void (*caps)(struct sbx_caps *out);
+	int (*template_ensure)(const struct sbx_template_req *req, struct sbx_template **out,
+	                       char *err, size_t errsz);
+	void (*template_free)(struct sbx_template *t);
+	int (*start)(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx **out,
+	             char *err, size_t errsz);
+	int (*agent_fd)(const struct sbx *s);
+	int (*stop)(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz);
+	void (*free)(struct sbx *s);
+};
+
+#define SBX_ID_MAX     48
+#define SBX_IFNAME_MAX 15
+
+#endif

@@ -1,0 +1,31 @@
+#!/bin/bash
+# sluice-agent end to end, outside any sandbox: tests/e2e/agent_driver runs
+# the real static agent as its child over a socketpair and drives it with
+# sandbox/agent_client.c (hello, exec, stdin, signals, timeouts, a slow
+# reader with the agent's VmRSS bounded, 50 MiB written and read back,
+# list/stat/mkdir/remove, malformed frames). Needs no network namespace:
+# it opens no socket but the socketpair.
+. "$(dirname "$0")/lib.sh"
+
+: "${SL_BUILD:?SL_BUILD must name the build tree (ctest sets it)}"
+AGENT=$SL_BUILD/agent/sluice-agent
+DRIVER=$SL_BUILD/tests/agent_driver
+
+check "sluice-agent is statically linked" \
+	bash -c "file -L '$AGENT' | grep -q 'statically linked' ||
+		 ! ldd '$AGENT' >/dev/null 2>&1"
+check "sluice-agent --version" \
+	bash -c "'$AGENT' --version | grep -Eq '^sluice-agent [0-9.]+ \(protocol 1\)$'"
+set +e
+"$AGENT" >/dev/null 2>&1
+rc=$?
+set -e
+check "sluice-agent with no stream exits 2" test "$rc" = 2
+
+mkdir -p "$E2E_TMP/work"
+if "$DRIVER" "$AGENT" "$E2E_TMP/work"; then
+	pass "agent_driver scenarios"
+else
+	fail "agent_driver scenarios"
+fi
+finish

@@ -1,0 +1,457 @@
+/* test_sandbox.c: the pure parts of sandbox/: spec validation, cgroup
+ * detection, paths and values, CIDR parsing, and the seccomp filter run
+ * through a small classic-BPF interpreter. */
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+/* cmocka needs stdarg, stddef and setjmp first. */
+#include <cmocka.h>
+
+#include "sandbox-int.h"
+#include "sandbox.h"
+
+/* ---- spec validation ---------------------------------------------------- */
+
+static struct sbx_spec
+good_spec(void)
+{
+	struct sbx_spec s = {.id = "sbx-1", .net.peer_netns_fd = -1};
+	return s;
+}
+
+static void
+expect_bad(const struct sbx_spec *s, const char *needle)
+{
+	char err[256] = "";
+
+	assert_int_equal(sbx_spec_validate(s, err, sizeof(err)), -EINVAL);
+	if (!strstr(err, needle))
+		fail_msg("error \"%s\" lacks \"%s\"", err, needle);
+}
+
+static void
+test_spec_bad(void **st)
+{
+	struct sbx_spec s;
+	struct sbx_mount m = {.source = "/srv", .target = "/data"};
+	struct sbx_file f = {.path = "/etc/x", .data = "x", .len = 1};
+	const char *env[] = {"NOEQUALS"};
+	char longid[SBX_ID_MAX + 2];
+
+	(void)st;
+	assert_int_equal(sbx_spec_validate(NULL, NULL, 0), -EINVAL);
+	s = good_spec();
+	s.id = NULL;
+	expect_bad(&s, "id");
+	s.id = "";
+	expect_bad(&s, "id");
+	s.id = "a/b";
+	expect_bad(&s, "id");
+	s.id = "../x";
+	expect_bad(&s, "id");
+	memset(longid, 'a', sizeof(longid) - 1);
+	longid[sizeof(longid) - 1] = 0;
+	s.id = longid;
+	expect_bad(&s, "id");
+	s = good_spec();
+	s.hostname = "bad host";
+	expect_bad(&s, "hostname");
+	s.hostname = "-x";
+	expect_bad(&s, "hostname");
+	s = good_spec();
+	s.limits.memory_mb = 1;
+	expect_bad(&s, "memory_mb");
+	s.limits.memory_mb = 2u * 1024 * 1024;
+	expect_bad(&s, "memory_mb");
+	s = good_spec();
+	s.limits.cpus_milli = 5;
+	expect_bad(&s, "cpus");
+	s = good_spec();
+	s.limits.pids = 1;
+	expect_bad(&s, "pids");
+	s = good_spec();
+	s.nmounts = 1;
+	expect_bad(&s, "mounts");
+	s.mounts = &m;
+	m.source = "relative";
+	expect_bad(&s, "source");
+	m.source = "/srv";
+	m.target = "/";
+	expect_bad(&s, "target");
+	m.target = "/a/../etc";
+	expect_bad(&s, "target");
+	m.target = "/a/./b";
+	expect_bad(&s, "target");
+	m.target = "data";
+	expect_bad(&s, "target");
+	s = good_spec();
+	s.nenv = 1;
+	expect_bad(&s, "env");
+	s.env = env;
+	expect_bad(&s, "NAME=value");
+	env[0] = "=x";
+	expect_bad(&s, "NAME=value");
+	s = good_spec();
+	s.cwd = "work";
+	expect_bad(&s, "cwd");
+	s.cwd = "/..";
+	expect_bad(&s, "cwd");
+	s = good_spec();
+	s.nfiles = 1;
+	s.files = &f;
+	f.path = "/";
+	expect_bad(&s, "file 0");
+	f.path = "/etc/x";
+	f.data = NULL;
+	expect_bad(&s, "no data");
+	f.data = "x";
+	f.mode = 010000;
+	expect_bad(&s, "mode");
+	s = good_spec();
+	s.net.kind = SBX_NET_LINK;
+	expect_bad(&s, "namespace");
+	s.net.peer_netns = "../../etc";
+	expect_bad(&s, "namespace");
+	s.net.peer_netns = "fleet";
+	expect_bad(&s, "peer_ifname");
+	s.net.peer_ifname = "sixteen-bytes-xx";
+	expect_bad(&s, "peer_ifname");
+	s.net.peer_ifname = "a/b";
+	expect_bad(&s, "peer_ifname");
+	s.net.peer_ifname = "veth0";
+	s.net.address = "10.0.0.1";
+	expect_bad(&s, "address");
+	s.net.address = "10.0.0.1/33";
+	expect_bad(&s, "address");
+	s.net.address = NULL;
+	s.net.gateway = "10.0.0.1";
+	expect_bad(&s, "gateway needs");
+	s.net.address = "10.0.0.2/24";
+	s.net.gateway = "10.0.0.300";
+	expect_bad(&s, "gateway");
+	s.net.gateway = "10.0.0.1";
+	s.net.mtu = 100;
+	expect_bad(&s, "mtu");
+	s.net.mtu = 0;
+	s.net.kind = (enum sbx_net_kind)7;
+	expect_bad(&s, "kind");
+}
+
+static void
+test_spec_good(void **st)
+{
+	struct sbx_mount m = {.source = "/srv", .target = "/data", .read_only = true};
+	struct sbx_file f = {.path = "/etc/resolv.conf", .data = "x", .len = 1};
+	const char *env[] = {"HTTP_PROXY=http://10.88.1.1:3128", "EMPTY="};
+	struct sbx_spec s = {
+	    .id = "sbx-Abc_9",
+	    .hostname = "box.example",
+	    .limits = {.memory_mb = 256, .cpus_milli = 1500, .pids = 256},
+	    .mounts = &m,
+	    .nmounts = 1,
+	    .env = env,
+	    .nenv = 2,
+	    .cwd = "/work/..x", /* "..x" is a name, not a climb */
+	    .files = &f,
+	    .nfiles = 1,
+	    .net = {.kind = SBX_NET_LINK,
+	            .peer_netns_fd = 5,
+	            .peer_ifname = "sbx0",
+	            .address = "fd00::7/64",
+	            .gateway = "fd00::1",
+	            .mtu = 1500},
+	};
+	char err[128] = "";
+
+	(void)st;
+	assert_int_equal(sbx_spec_validate(&s, err, sizeof(err)), 0);
+	s.net.kind = SBX_NET_NONE;
+	assert_int_equal(sbx_spec_validate(&s, err, sizeof(err)), 0);
+}
+
+/* ---- cgroups -------------------------------------------------------------- */
+
+static const char mi_v1[] =
+    "24 1 0:21 / /sys rw,nosuid - sysfs sysfs rw\n"
+    "30 24 0:26 / /sys/fs/cgroup ro shared:9 - tmpfs tmpfs ro,mode=755\n"
+    "31 30 0:27 / /sys/fs/cgroup/unified rw shared:10 - cgroup2 cgroup2 rw\n"
+    "33 30 0:29 / /sys/fs/cgroup/cpu rw shared:12 - cgroup cgroup rw,cpu\n"
+    "34 30 0:30 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct\n"
+    "35 30 0:31 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+    "36 30 0:32 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,relatime,pids\n";
+
+static const char mi_v1_joined[] =
+    "33 30 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
+    "35 30 0:31 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
+
+static const char mi_v2[] =
+    "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"
+    "29 24 0:25 / /sys/fs/cgroup rw,nosuid,nodev shared:4 - cgroup2 cgroup2 "
+    "rw,nsdelegate,memory_recursiveprot\n";
+
+static void
+test_cg_detect(void **st)
+{
+	struct sbx_cg_layout l;
+
+	(void)st;
+	/* Bad and empty input first. */
+	assert_int_equal(sbx_cg_detect("", &l), -ENOENT);
+	assert_int_equal(sbx_cg_detect("garbage\n\n - - -\n", &l), -ENOENT);
+	assert_int_equal(sbx_cg_detect("1 2 3 / /x rw - cgroup\n", &l), -ENOENT);
+	assert_int_equal(sbx_cg_detect(mi_v1 + 10, &l), 0); /* split mid-line */
+
+	assert_int_equal(sbx_cg_detect(mi_v1, &l), 0);
+	assert_int_equal(l.version, 1);
+	assert_string_equal(l.mount[SBX_CG_MEMORY], "/sys/fs/cgroup/memory");
+	assert_string_equal(l.mount[SBX_CG_CPU], "/sys/fs/cgroup/cpu");
+	assert_string_equal(l.mount[SBX_CG_PIDS], "/sys/fs/cgroup/pids");
+
+	assert_int_equal(sbx_cg_detect(mi_v1_joined, &l), 0);
+	assert_int_equal(l.version, 1);
+	assert_string_equal(l.mount[SBX_CG_CPU], "/sys/fs/cgroup/cpu,cpuacct");
+	assert_string_equal(l.mount[SBX_CG_PIDS], "");
+
+	assert_int_equal(sbx_cg_detect(mi_v2, &l), 0);
+	assert_int_equal(l.version, 2);
+	assert_string_equal(l.v2mount, "/sys/fs/cgroup");
+
+	/* Octal escapes in the mount point. */
+	assert_int_equal(sbx_cg_detect("1 2 0:1 / /c\\040g rw - cgroup2 none rw\n", &l), 0);
+	assert_string_equal(l.v2mount, "/c g");
+}
+
+static void
+test_cg_self(void **st)
+{
+	static const char pc1[] = "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/abc\n"
+	                          "2:cpu,cpuacct:/x\n0::/\n";
+	static const char pc2[] = "0::/user.slice/session-1.scope\n";
+	char out[64];
+
+	(void)st;
+	assert_int_equal(sbx_cg_self("", 1, SBX_CG_MEMORY, out, sizeof(out)), -ENOENT);
+	assert_int_equal(sbx_cg_self("4memory/x\n", 1, SBX_CG_MEMORY, out, sizeof(out)), -ENOENT);
+	assert_int_equal(sbx_cg_self(pc1, 1, SBX_CG_MEMORY, out, 5), -ENAMETOOLONG);
+	assert_int_equal(sbx_cg_self(pc1, 1, SBX_CG_MEMORY, out, sizeof(out)), 0);
+	assert_string_equal(out, "/process_api/abc");
+	assert_int_equal(sbx_cg_self(pc1, 1, SBX_CG_PIDS, out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(sbx_cg_self(pc1, 1, SBX_CG_CPU, out, sizeof(out)), 0);
+	assert_string_equal(out, "/x");
+	assert_int_equal(sbx_cg_self(pc1, 2, SBX_CG_CPU, out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(sbx_cg_self(pc2, 2, SBX_CG_MEMORY, out, sizeof(out)), 0);
+	assert_string_equal(out, "/user.slice/session-1.scope");
+	assert_int_equal(sbx_cg_self(pc2, 1, SBX_CG_MEMORY, out, sizeof(out)), -ENOENT);
+}
+
+static const struct sbx_cg_kv *
+find_kv(const struct sbx_cg_kv *kv, size_t n, const char *file)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(kv[i].file, file) == 0)
+			return &kv[i];
+	static const struct sbx_cg_kv none = {.file = "", .value = ""};
+
+	fail_msg("no %s", file);
+	return &none;
+}
+
+static void
+test_cg_values(void **st)
+{
+	struct sbx_cg_kv kv[SBX_CG_KV_MAX];
+	struct sbx_limits none = {0}, l = {.memory_mb = 64, .cpus_milli = 1500, .pids = 64};
+	struct sbx_limits big = {.memory_mb = 1024u * 1024, .cpus_milli = 1024000};
+	size_t n;
+
+	(void)st;
+	assert_int_equal(sbx_cg_values(1, &none, kv), 0);
+	assert_int_equal(sbx_cg_values(2, &none, kv), 0);
+	n = sbx_cg_values(1, &l, kv);
+	assert_true(n <= SBX_CG_KV_MAX);
+	assert_string_equal(find_kv(kv, n, "memory.limit_in_bytes")->value, "67108864");
+	assert_true(find_kv(kv, n, "memory.memsw.limit_in_bytes")->optional);
+	assert_string_equal(find_kv(kv, n, "cpu.cfs_period_us")->value, "100000");
+	assert_string_equal(find_kv(kv, n, "cpu.cfs_quota_us")->value, "150000");
+	assert_int_equal(find_kv(kv, n, "cpu.cfs_quota_us")->ctrl, SBX_CG_CPU);
+	assert_string_equal(find_kv(kv, n, "pids.max")->value, "64");
+	assert_int_equal(find_kv(kv, n, "pids.max")->ctrl, SBX_CG_PIDS);
+	n = sbx_cg_values(2, &l, kv);
+	assert_string_equal(find_kv(kv, n, "memory.max")->value, "67108864");
+	assert_string_equal(find_kv(kv, n, "cpu.max")->value, "150000 100000");
+	assert_string_equal(find_kv(kv, n, "pids.max")->value, "64");
+	/* The largest valid limits do not overflow. */
+	n = sbx_cg_values(2, &big, kv);
+	assert_string_equal(find_kv(kv, n, "memory.max")->value, "1099511627776");
+	assert_string_equal(find_kv(kv, n, "cpu.max")->value, "102400000 100000");
+}
+
+static void
+test_cg_path(void **st)
+{
+	char out[64];
+
+	(void)st;
+	assert_int_equal(sbx_cg_path("/sys/fs/cgroup/memory", "/a/b", "sluice", "sbx-1", out, 20),
+	                 -ENAMETOOLONG);
+	assert_int_equal(
+	    sbx_cg_path("/sys/fs/cgroup/memory", "", "sluice", "sbx-1", out, sizeof(out)), 0);
+	assert_string_equal(out, "/sys/fs/cgroup/memory/sluice/sbx-1");
+	assert_int_equal(sbx_cg_path("/sys/fs/cgroup", "/svc", "/fleet", "x", out, sizeof(out)), 0);
+	assert_string_equal(out, "/sys/fs/cgroup/svc/fleet/x");
+}
+
+static void
+test_cidr(void **st)
+{
+	unsigned char a[16];
+	unsigned p;
+
+	(void)st;
+	assert_int_equal(sbx_parse_cidr(NULL, a, &p), -EINVAL);
+	assert_int_equal(sbx_parse_cidr("", a, &p), -EINVAL);
+	assert_int_equal(sbx_parse_cidr("10.0.0.1", a, &p), -EINVAL);
+	assert_int_equal(sbx_parse_cidr("10.0.0.1/", a, &p), -EINVAL);
+	assert_int_equal(sbx_parse_cidr("10.0.0.1/-1", a, &p), -EINVAL);
+	assert_int_equal(sbx_parse_cidr("10.0.0.1/+1", a, &p), -EINVAL);
+	assert_int_equal(sbx_parse_cidr("10.0.0.1/33", a, &p), -EINVAL);
+	assert_int_equal(sbx_parse_cidr("10.0.0.1/24x", a, &p), -EINVAL);
+	assert_int_equal(sbx_parse_cidr("010.0.0.1/24", a, &p), -EINVAL);
+	assert_int_equal(sbx_parse_cidr("::1/129", a, &p), -EINVAL);
+	assert_int_equal(sbx_parse_cidr("10.88.1.7/24", a, &p), AF_INET);
+	assert_int_equal(p, 24);
+	assert_int_equal(a[0], 10);
+	assert_int_equal(a[3], 7);
+	assert_int_equal(sbx_parse_cidr("fd00::7/64", a, &p), AF_INET6);
+	assert_int_equal(p, 64);
+	assert_int_equal(a[15], 7);
+}
+
+/* ---- seccomp ---------------------------------------------------------------- */
+
+/* Runs a classic BPF seccomp program over d, checking every jump stays in
+ * the program; returns the action. */
+static uint32_t
+bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_data *d)
+{
+	uint32_t A = 0;
+
+	for (size_t pc = 0; pc < n; pc++) {
+		const struct sock_filter *i = &f[pc];
+		switch (i->code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			assert_true(i->k + 4 <= sizeof(*d));
+			memcpy(&A, (const char *)d + i->k, 4);
+			break;
+		case BPF_JMP | BPF_JEQ | BPF_K:
+			pc += A == i->k ? i->jt : i->jf;
+			break;
+		case BPF_JMP | BPF_JGE | BPF_K:
+			pc += A >= i->k ? i->jt : i->jf;
+			break;
+		case BPF_JMP | BPF_JSET | BPF_K:
+			pc += (A & i->k) ? i->jt : i->jf;
+			break;
+		case BPF_RET | BPF_K:
+			return i->k;
+		default:
+			fail_msg("unexpected opcode %#x at %zu", i->code, pc);
+		}
+		assert_true(pc + 1 < n);
+	}
+	fail_msg("fell off the end");
+	return 0;
+}
+
+static uint32_t
+verdict(const struct sock_filter *f, size_t n, uint32_t arch, int nr, uint64_t arg0)
+{
+	struct seccomp_data d = {.nr = nr, .arch = arch};
+
+	d.args[0] = arg0;
+	return bpf_run(f, n, &d);
+}
+
+static void
+test_seccomp(void **st)
+{
+	struct sock_filter f[SBX_SECCOMP_MAX];
+	size_t n = sbx_seccomp_build(f);
+	const uint32_t arch = AUDIT_ARCH_X86_64;
+	static const int allowed[] = {SYS_read,   SYS_write, SYS_openat,     SYS_execve, SYS_ptrace,
+	                              SYS_socket, SYS_mmap,  SYS_exit_group, SYS_wait4,  SYS_kill};
+
+	(void)st;
+	assert_true(n > 10 && n <= SBX_SECCOMP_MAX);
+	assert_true(sbx_seccomp_ndenied > 30);
+	/* Foreign architectures and x32 are killed. */
+	assert_int_equal(verdict(f, n, AUDIT_ARCH_I386, SYS_read, 0), SECCOMP_RET_KILL_PROCESS);
+	assert_int_equal(verdict(f, n, arch, 0x40000000 | SYS_read, 0), SECCOMP_RET_KILL_PROCESS);
+	for (size_t i = 0; i < sbx_seccomp_ndenied; i++)
+		assert_int_equal(verdict(f, n, arch, sbx_seccomp_denied[i], 0),
+		                 SECCOMP_RET_ERRNO | EPERM);
+	assert_int_equal(verdict(f, n, arch, SYS_mount, 0), SECCOMP_RET_ERRNO | EPERM);
+	assert_int_equal(verdict(f, n, arch, SYS_finit_module, 0), SECCOMP_RET_ERRNO | EPERM);
+	assert_int_equal(verdict(f, n, arch, SYS_kexec_load, 0), SECCOMP_RET_ERRNO | EPERM);
+	assert_int_equal(verdict(f, n, arch, SYS_bpf, 0), SECCOMP_RET_ERRNO | EPERM);
+	assert_int_equal(verdict(f, n, arch, SYS_keyctl, 0), SECCOMP_RET_ERRNO | EPERM);
+	assert_int_equal(verdict(f, n, arch, SYS_clone3, 0), SECCOMP_RET_ERRNO | ENOSYS);
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+		assert_int_equal(verdict(f, n, arch, allowed[i], 0), SECCOMP_RET_ALLOW);
+	/* fork() and pthread_create() are fine; new namespaces are not. */
+	assert_int_equal(verdict(f, n, arch, SYS_clone, SIGCHLD), SECCOMP_RET_ALLOW);
+	assert_int_equal(verdict(f, n, arch, SYS_clone,
+	                         CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+	                             CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID |
+	                             CLONE_CHILD_CLEARTID),
+	                 SECCOMP_RET_ALLOW);
+	assert_int_equal(verdict(f, n, arch, SYS_clone, CLONE_NEWUSER | SIGCHLD),
+	                 SECCOMP_RET_ERRNO | EPERM);
+	assert_int_equal(verdict(f, n, arch, SYS_clone, CLONE_NEWNET), SECCOMP_RET_ERRNO | EPERM);
+	assert_int_equal(verdict(f, n, arch, SYS_clone, CLONE_NEWNS), SECCOMP_RET_ERRNO | EPERM);
+}
+
+/* ---- registry ------------------------------------------------------------- */
+
+static void
+test_registry(void **st)
+{
+	struct sbx_caps c;
+	char err[64];
+
+	(void)st;
+	assert_null(sbx_backend_get(NULL));
+	assert_null(sbx_backend_get("qemu-flags"));
+	assert_non_null(sbx_backend_get("ns"));
+	assert_int_equal(sbx_init(NULL, err, sizeof(err)), 0);
+	sbx_caps(sbx_backend_get("ns"), &c);
+	assert_string_equal(c.name, "ns");
+	assert_true(c.limit_memory && c.limit_pids && c.network);
+	sbx_fini();
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_spec_bad),  cmocka_unit_test(test_spec_good),
+	    cmocka_unit_test(test_cg_detect), cmocka_unit_test(test_cg_self),
+	    cmocka_unit_test(test_cg_values), cmocka_unit_test(test_cg_path),
+	    cmocka_unit_test(test_cidr),      cmocka_unit_test(test_seccomp),
+	    cmocka_unit_test(test_registry),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
