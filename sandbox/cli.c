@@ -6,8 +6,12 @@
  *   sluice-sandbox [options] [--] [COMMAND...]
  *
  * With --repeat N it starts and stops N sandboxes in turn (running the
- * command in each) and prints the start-to-ready latency. */
+ * command in each) and prints the start-to-ready latency; with --keep as
+ * well, it keeps all N running at once, pings every agent, and stops them
+ * all at the end. --put and --get move files through the agent's write
+ * and read ops, before and after the command. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -16,13 +20,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "agent_client.h"
+#include "proto.h"
 #include "sandbox.h"
 
+#define XFER_MAX 8
+
 static int verbose;
+static volatile sig_atomic_t stopping;
+
+/* A file moved through the agent: --put HOST:GUEST, --get GUEST:HOST. */
+struct xfer {
+	const char *host, *guest;
+};
+
+/* What one run does in each sandbox once its agent said hello. */
+struct work {
+	char **argv; /* NULL-terminated; argv[0] NULL: no command */
+	const char *const *env;
+	const char *cwd;
+	int timeout_ms;
+	struct xfer puts[XFER_MAX], gets[XFER_MAX];
+	int nputs, ngets;
+};
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
 
 static void
 log_stderr(void *arg, enum sbx_log_level level, const char *msg)
@@ -66,7 +99,16 @@ usage(FILE *f)
 	           "  --peer IFNAME        its name (default sbx<pid>)\n"
 	           "  --addr CIDR  --gw ADDR  --mtu N\n"
 	           "  --timeout SECONDS    command timeout (agent only)\n"
+	           "  --timeout-ms MS      the same in milliseconds\n"
+	           "  --put HOST:GUEST     before the command, copy a host file into the\n"
+	           "                       sandbox through the agent (repeatable)\n"
+	           "  --get GUEST:HOST     after it, copy a guest file out (repeatable)\n"
 	           "  --repeat N           start, run, stop N sandboxes; print latency\n"
+	           "                       (mean, median, p99, max)\n"
+	           "  --latency            print each start's start-to-ready time\n"
+	           "  --keep               with --repeat: keep all N running at once, ping\n"
+	           "                       every agent, then stop them all\n"
+	           "  --wait-stdin         with --keep: hold them until stdin reaches EOF\n"
 	           "  --hold SECONDS       keep the sandbox running this long after the\n"
 	           "                       command (for inspection)\n"
 	           "  -v, --verbose\n");
@@ -137,13 +179,221 @@ run_placeholder(int fd, char **argv, int argc, int *status)
 	}
 }
 
+/* Drives c until *done (a call's callback sets it) or the connection dies. */
 static int
-run_agent(int fd, char **argv, const char *const *env, const char *cwd, int timeout_s, int *status,
-          double *ready_ms, double t0)
+drive(struct sbx_agent_conn *c, const bool *done)
+{
+	while (!*done) {
+		struct pollfd p = {.fd = sbx_agent_fd_of(c)};
+		int64_t dl, now;
+		int rc, to = -1;
+
+		p.events = sbx_agent_want(c, &dl);
+		now = sbx_agent_now_ms();
+		if (dl >= 0)
+			to = dl <= now ? 0 : (int)(dl - now);
+		if (poll(&p, 1, to) < 0 && errno != EINTR)
+			return -errno;
+		rc = sbx_agent_process(c, p.revents, sbx_agent_now_ms());
+		if (rc < 0 && !*done)
+			return rc;
+	}
+	return 0;
+}
+
+struct ping_state {
+	bool done, ok;
+};
+
+static void
+ping_cb(struct sbx_agent_call *k, const struct sbx_agent_event *ev, void *arg)
+{
+	struct ping_state *p = arg;
+
+	(void)k;
+	p->done = true;
+	p->ok = ev->kind == SBX_AGENT_EV_HELLO &&
+	        json_object_get((json_t *)(uintptr_t)ev->json, AGENT_F_UPTIME_MS);
+}
+
+/* One ping on stream 0: 0 when the agent answered with a pong. */
+static int
+ping_sync(struct sbx_agent_conn *c, int timeout_ms)
+{
+	struct ping_state p = {0};
+	int rc;
+
+	if (!sbx_agent_hello(c, true, sbx_agent_now_ms() + timeout_ms, ping_cb, &p, &rc))
+		return rc;
+	if ((rc = drive(c, &p.done)) < 0)
+		return rc;
+	return p.ok ? 0 : -EIO;
+}
+
+static int
+write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+struct exec_state {
+	bool done;
+	int rc, code, sig;
+	bool timed_out;
+	char *err;
+	size_t errsz;
+};
+
+/* Output goes to our stdout and stderr as it arrives; the agent gets its
+ * credit back after each callback, so nothing piles up here. */
+static void
+exec_cb(struct sbx_agent_call *k, const struct sbx_agent_event *ev, void *arg)
+{
+	struct exec_state *x = arg;
+	int rc;
+
+	switch (ev->kind) {
+	case SBX_AGENT_EV_STDOUT:
+	case SBX_AGENT_EV_STDERR:
+		rc = write_all(ev->kind == SBX_AGENT_EV_STDOUT ? 1 : 2, ev->data, ev->len);
+		if (rc < 0) {
+			snprintf(x->err, x->errsz, "local write: %s", strerror(-rc));
+			x->rc = rc;
+			x->done = true;
+			sbx_agent_call_cancel(k);
+		}
+		break;
+	case SBX_AGENT_EV_EXIT:
+		x->code = ev->exit_code;
+		x->sig = ev->signal;
+		x->timed_out = ev->timed_out;
+		x->done = true;
+		break;
+	case SBX_AGENT_EV_ERROR:
+		x->rc = ev->err > 0 ? -ev->err : -EREMOTEIO;
+		snprintf(x->err, x->errsz, "%s: %s", ev->code, ev->message);
+		x->done = true;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Runs w->argv through the agent, streaming its output; *status as a
+ * shell would give it (128 + signal; 124 when the timeout fired). */
+static int
+exec_stream(struct sbx_agent_conn *c, const struct work *w, int *status)
+{
+	struct exec_state x = {.code = -1};
+	struct sbx_agent_call_opts o = {0};
+	char err[256];
+	json_t *j, *argv = json_array(), *env = json_object();
+	int64_t t0 = sbx_agent_now_ms();
+	int rc;
+
+	x.err = err;
+	x.errsz = sizeof(err);
+	for (size_t i = 0; w->argv[i]; i++)
+		json_array_append_new(argv, json_string(w->argv[i]));
+	for (size_t i = 0; w->env && w->env[i]; i++) {
+		const char *eq = strchr(w->env[i], '=');
+		if (eq && eq != w->env[i])
+			json_object_setn_new(env, w->env[i], (size_t)(eq - w->env[i]),
+			                     json_string(eq + 1));
+	}
+	j = json_pack("{s:s, s:o, s:o, s:s, s:b, s:i}", AGENT_F_OP, AGENT_OP_EXEC, AGENT_F_ARGV,
+	              argv, AGENT_F_ENV, env, AGENT_F_CWD, w->cwd ? w->cwd : "/", AGENT_F_STDIN, 0,
+	              AGENT_F_TIMEOUT_MS, w->timeout_ms);
+	if (!j) {
+		fprintf(stderr, "sluice-sandbox: exec: argv or env is not UTF-8\n");
+		return -EINVAL;
+	}
+	/* The agent enforces the timeout; this is a backstop. */
+	if (w->timeout_ms > 0)
+		o.deadline_ms = t0 + w->timeout_ms + 10000;
+	if (!sbx_agent_call_start(c, j, &o, exec_cb, &x, &rc)) {
+		json_decref(j);
+		fprintf(stderr, "sluice-sandbox: exec: %s\n", strerror(-rc));
+		return rc;
+	}
+	json_decref(j);
+	rc = drive(c, &x.done);
+	if (rc == 0)
+		rc = x.rc;
+	if (rc < 0) {
+		fprintf(stderr, "sluice-sandbox: exec: %s\n", x.rc ? err : strerror(-rc));
+		return rc;
+	}
+	*status = x.sig ? 128 + x.sig : x.code;
+	if (x.timed_out) {
+		*status = 124;
+		fprintf(stderr, "sluice-sandbox: command timed out after %lld ms\n",
+		        (long long)(sbx_agent_now_ms() - t0));
+	} else if (x.sig) {
+		fprintf(stderr, "sluice-sandbox: command killed by signal %d (%s)\n", x.sig,
+		        strsignal(x.sig));
+	}
+	return 0;
+}
+
+static int
+put_file(struct sbx_agent_conn *c, const struct xfer *x)
+{
+	char err[256];
+	uint64_t n = 0;
+	int fd = open(x->host, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0) {
+		fprintf(stderr, "sluice-sandbox: put %s: %s\n", x->host, strerror(errno));
+		return -errno;
+	}
+	rc = sbx_agent_write_sync(c, x->guest, 0644, fd, 600000, &n, err, sizeof(err));
+	close(fd);
+	if (rc < 0)
+		fprintf(stderr, "sluice-sandbox: put %s: %s\n", x->guest, err);
+	else if (verbose)
+		fprintf(stderr, "sluice-sandbox: put %s -> %s: %llu bytes\n", x->host, x->guest,
+		        (unsigned long long)n);
+	return rc;
+}
+
+static int
+get_file(struct sbx_agent_conn *c, const struct xfer *x)
+{
+	char err[256];
+	uint64_t n = 0;
+	int fd = open(x->host, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), rc;
+
+	if (fd < 0) {
+		fprintf(stderr, "sluice-sandbox: get %s: %s\n", x->host, strerror(errno));
+		return -errno;
+	}
+	rc = sbx_agent_read_sync(c, x->guest, fd, 600000, &n, err, sizeof(err));
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	if (rc < 0)
+		fprintf(stderr, "sluice-sandbox: get %s: %s\n", x->guest, err);
+	else if (verbose)
+		fprintf(stderr, "sluice-sandbox: get %s -> %s: %llu bytes\n", x->guest, x->host,
+		        (unsigned long long)n);
+	return rc;
+}
+
+/* Connects to the agent behind fd (the handle keeps fd; we use a dup) and
+ * waits for its hello: *ready_ms is then the time since t0. */
+static int
+agent_connect(int fd, struct sbx_agent_conn **out, double *ready_ms, double t0)
 {
 	struct sbx_agent_conn *c;
-	struct sbx_agent_exec_req req = {0};
-	struct sbx_agent_exec_res res = {0};
 	char err[256];
 	int dfd = dup(fd), rc;
 
@@ -158,34 +408,38 @@ run_agent(int fd, char **argv, const char *const *env, const char *cwd, int time
 		sbx_agent_conn_free(c);
 		return rc;
 	}
-	if (ready_ms)
-		*ready_ms = now_ms() - t0;
-	if (!argv[0]) {
-		sbx_agent_conn_free(c);
-		*status = 0;
-		return 0;
-	}
-	req.argv = (const char *const *)argv;
-	req.env = env;
-	req.cwd = cwd;
-	req.timeout_ms = timeout_s * 1000;
-	rc = sbx_agent_exec_sync(c, &req, &res, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "sluice-sandbox: exec: %s\n", err);
-		sbx_agent_conn_free(c);
-		return rc;
-	}
-	if (res.out_len)
-		fwrite(res.out, 1, res.out_len, stdout);
-	fflush(stdout);
-	if (res.err_len)
-		fwrite(res.err, 1, res.err_len, stderr);
-	*status = res.signal ? 128 + res.signal : res.exit_code;
-	if (res.timed_out)
-		*status = 124;
-	sbx_agent_exec_res_fini(&res);
-	sbx_agent_conn_free(c);
+	*ready_ms = now_ms() - t0;
+	*out = c;
 	return 0;
+}
+
+/* The puts, the command, the gets. */
+static int
+run_work(struct sbx_agent_conn *c, const struct work *w, int *status)
+{
+	int rc;
+
+	*status = 0;
+	for (int i = 0; i < w->nputs; i++)
+		if ((rc = put_file(c, &w->puts[i])) < 0)
+			return rc;
+	if (w->argv[0]) {
+		fflush(stdout);
+		if ((rc = exec_stream(c, w, status)) < 0)
+			return rc;
+	}
+	for (int i = 0; i < w->ngets; i++)
+		if ((rc = get_file(c, &w->gets[i])) < 0)
+			return rc;
+	return 0;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 int
@@ -207,7 +461,13 @@ main(int argc, char **argv)
 		O_REPEAT,
 		O_HOLD,
 		O_FILE,
-		O_TIMEOUT
+		O_TIMEOUT,
+		O_TIMEOUT_MS,
+		O_PUT,
+		O_GET,
+		O_LATENCY,
+		O_KEEP,
+		O_WAIT_STDIN
 	};
 	static const struct option opts[] = {{"template", 1, 0, 't'},
 	                                     {"cache", 1, 0, O_CACHE},
@@ -231,6 +491,12 @@ main(int argc, char **argv)
 	                                     {"repeat", 1, 0, O_REPEAT},
 	                                     {"hold", 1, 0, O_HOLD},
 	                                     {"timeout", 1, 0, O_TIMEOUT},
+	                                     {"timeout-ms", 1, 0, O_TIMEOUT_MS},
+	                                     {"put", 1, 0, O_PUT},
+	                                     {"get", 1, 0, O_GET},
+	                                     {"latency", 0, 0, O_LATENCY},
+	                                     {"keep", 0, 0, O_KEEP},
+	                                     {"wait-stdin", 0, 0, O_WAIT_STDIN},
 	                                     {"verbose", 0, 0, 'v'},
 	                                     {"help", 0, 0, 'h'},
 	                                     {0, 0, 0, 0}};
@@ -239,13 +505,16 @@ main(int argc, char **argv)
 	struct sbx_spec spec = {.net.peer_netns_fd = -1};
 	struct sbx_mount mounts[16];
 	struct sbx_file files[16];
-	const char *env[64];
+	const char *env[64] = {0}; /* NULL-terminated for the exec request */
 	char idbuf[64], peerbuf[16], agentbuf[PATH_MAX], err[512];
 	const struct sbx_backend *b;
 	struct sbx_template *tpl = NULL;
-	bool placeholder = false;
-	int repeat = 1, hold = 0, timeout_s = 0, c, status = 0, rc;
-	double lat_sum = 0, lat_max = 0;
+	bool placeholder = false, print_latency = false, keep = false, wait_stdin = false;
+	int repeat = 1, hold = 0, timeout_ms = 0, c, status = 0, rc, started = 0, failed = 0;
+	double lat_sum = 0, lat_max = 0, *lat, t_start;
+	struct work w = {0};
+	struct sbx **boxes;
+	struct sbx_agent_conn **conns;
 
 	snprintf(idbuf, sizeof(idbuf), "sbx-%d", (int)getpid());
 	snprintf(peerbuf, sizeof(peerbuf), "sbx%d", (int)getpid());
@@ -348,7 +617,37 @@ main(int argc, char **argv)
 			hold = atoi(optarg);
 			break;
 		case O_TIMEOUT:
-			timeout_s = atoi(optarg);
+			timeout_ms = atoi(optarg) * 1000;
+			break;
+		case O_TIMEOUT_MS:
+			timeout_ms = atoi(optarg);
+			break;
+		case O_PUT:
+		case O_GET: {
+			/* HOST:GUEST for put, GUEST:HOST for get */
+			char *d = strchr(optarg, ':');
+			struct xfer *x = c == O_PUT ? &w.puts[w.nputs] : &w.gets[w.ngets];
+			if (!d || (c == O_PUT ? w.nputs : w.ngets) >= XFER_MAX) {
+				usage(stderr);
+				return 2;
+			}
+			*d++ = 0;
+			x->host = c == O_PUT ? optarg : d;
+			x->guest = c == O_PUT ? d : optarg;
+			if (c == O_PUT)
+				w.nputs++;
+			else
+				w.ngets++;
+			break;
+		}
+		case O_LATENCY:
+			print_latency = true;
+			break;
+		case O_KEEP:
+			keep = true;
+			break;
+		case O_WAIT_STDIN:
+			wait_stdin = true;
 			break;
 		case 'v':
 			verbose = 1;
@@ -386,7 +685,47 @@ main(int argc, char **argv)
 		fprintf(stderr, "sluice-sandbox: %s\n", err);
 		return 125;
 	}
-	for (int i = 0; i < repeat; i++) {
+	if (repeat < 1)
+		repeat = 1;
+	if (!io.agent_path && (w.nputs || w.ngets || keep)) {
+		fprintf(stderr, "sluice-sandbox: --put, --get and --keep need the agent\n");
+		return 2;
+	}
+	w.argv = argv + optind;
+	w.env = env;
+	w.cwd = spec.cwd;
+	w.timeout_ms = timeout_ms;
+	lat = calloc((size_t)repeat, sizeof(*lat));
+	boxes = calloc((size_t)repeat, sizeof(*boxes));
+	conns = calloc((size_t)repeat, sizeof(*conns));
+	if (!lat || !boxes || !conns) {
+		fprintf(stderr, "sluice-sandbox: out of memory\n");
+		return 125;
+	}
+	if (keep) {
+		/* Our side holds three fds per sandbox (agent stream, its dup,
+		 * pidfd): raise our own soft limit if it is short. */
+		struct rlimit rl;
+		rlim_t need = (rlim_t)repeat * 3 + 64;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < need) {
+			rl.rlim_cur = need < rl.rlim_max ? need : rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+			if (rl.rlim_cur < need)
+				fprintf(stderr,
+				        "sluice-sandbox: warning: RLIMIT_NOFILE hard limit %llu "
+				        "< %llu fds needed\n",
+				        (unsigned long long)rl.rlim_max, (unsigned long long)need);
+		}
+	}
+	/* A signal ends the run cleanly: no sandbox outlives us. */
+	{
+		struct sigaction sa = {.sa_handler = on_signal};
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+	}
+	t_start = now_ms();
+	for (int i = 0; i < repeat && !stopping; i++) {
 		struct sbx *s;
 		double t0 = now_ms(), ready = 0;
 		char rid[80];
@@ -399,13 +738,16 @@ main(int argc, char **argv)
 		rc = sbx_start(b, tpl, &spec, &s, err, sizeof(err));
 		spec.id = id0;
 		if (rc < 0) {
-			fprintf(stderr, "sluice-sandbox: %s\n", err);
-			sbx_template_free(b, tpl);
-			return 125;
+			fprintf(stderr, "sluice-sandbox: start %d of %d: %s\n", i + 1, repeat, err);
+			failed = 1;
+			break;
 		}
+		boxes[i] = s;
+		started = i + 1;
 		if (io.agent_path) {
-			rc = run_agent(sbx_agent_fd(s), argv + optind, env, spec.cwd, timeout_s,
-			               &status, &ready, t0);
+			rc = agent_connect(sbx_agent_fd(s), &conns[i], &ready, t0);
+			if (rc == 0)
+				rc = run_work(conns[i], &w, &status);
 		} else {
 			char *t[] = {"true", NULL};
 			rc = run_placeholder(sbx_agent_fd(s), t, 1, &status);
@@ -416,26 +758,95 @@ main(int argc, char **argv)
 		}
 		if (rc < 0)
 			fprintf(stderr, "sluice-sandbox: run: %s\n", strerror(-rc));
+		lat[i] = ready;
 		lat_sum += ready;
 		if (ready > lat_max)
 			lat_max = ready;
+		if (print_latency)
+			fprintf(stderr, "sluice-sandbox: ready %d %.3f ms\n", i, ready);
+		if (rc < 0)
+			failed = 1;
+		if (keep && !failed)
+			continue;
 		if (hold)
 			sleep((unsigned)hold);
+		sbx_agent_conn_free(conns[i]);
+		conns[i] = NULL;
 		if (sbx_stop(s, 1000, err, sizeof(err)) < 0) {
 			fprintf(stderr, "sluice-sandbox: stop: %s\n", err);
-			rc = -EIO;
+			failed = 1;
 		}
 		sbx_free(s);
-		if (rc < 0) {
-			sbx_template_free(b, tpl);
-			return 125;
-		}
+		boxes[i] = NULL;
+		if (failed)
+			break;
 	}
-	if (repeat > 1 || verbose)
+	if (keep) {
+		int alive = 0, answered = 0;
+		double t1 = now_ms(), t2;
+
+		for (int i = 0; i < started; i++)
+			if (boxes[i] && conns[i]) {
+				alive++;
+				if (ping_sync(conns[i], 5000) == 0)
+					answered++;
+			}
+		t2 = now_ms();
+		fprintf(stderr,
+		        "sluice-sandbox: %d alive at once (started in %.0f ms); "
+		        "%d of %d agents answered a ping (%.1f ms)\n",
+		        alive, t1 - t_start, answered, alive, t2 - t1);
+		if (answered != repeat)
+			failed = 1;
+		if (hold && !stopping)
+			sleep((unsigned)hold);
+		if (wait_stdin && !stopping) {
+			char buf[256];
+			fprintf(stderr, "sluice-sandbox: holding them until stdin closes\n");
+			while (!stopping) {
+				ssize_t n = read(0, buf, sizeof(buf));
+				if (n == 0 || (n < 0 && errno != EINTR))
+					break;
+			}
+		}
+		t1 = now_ms();
+		for (int i = 0; i < started; i++) {
+			sbx_agent_conn_free(conns[i]);
+			conns[i] = NULL;
+			if (!boxes[i])
+				continue;
+			if (sbx_stop(boxes[i], 1000, err, sizeof(err)) < 0) {
+				fprintf(stderr, "sluice-sandbox: stop: %s\n", err);
+				failed = 1;
+			}
+			sbx_free(boxes[i]);
+			boxes[i] = NULL;
+		}
+		fprintf(stderr, "sluice-sandbox: stopped %d in %.0f ms\n", alive, now_ms() - t1);
+	}
+	if (stopping) {
+		fprintf(stderr, "sluice-sandbox: interrupted\n");
+		failed = 1;
+	}
+	if (started && (repeat > 1 || verbose)) {
+		qsort(lat, (size_t)started, sizeof(*lat), cmp_double);
+		/* nearest rank: p99 of 50 is the largest */
 		fprintf(stderr,
 		        "sluice-sandbox: %d sandbox(es), start-to-ready "
-		        "mean %.1f ms, max %.1f ms\n",
-		        repeat, lat_sum / repeat, lat_max);
+		        "mean %.1f ms, max %.1f ms, median %.1f ms, p99 %.1f ms\n",
+		        started, lat_sum / started, lat_max,
+		        started % 2 ? lat[started / 2]
+		                    : (lat[started / 2 - 1] + lat[started / 2]) / 2,
+		        lat[(size_t)((started * 99 + 99) / 100) - 1]);
+	}
+	free(lat);
+	free(boxes);
+	free(conns);
+	if (failed) {
+		sbx_template_free(b, tpl);
+		sbx_fini();
+		return 125;
+	}
 	sbx_template_free(b, tpl);
 	sbx_fini();
 	return status;

@@ -30,6 +30,8 @@ static int fails, passes;
 static pid_t agent_pid;
 static const char *workdir;
 
+static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static void
 check(bool ok, const char *fmt, ...)
 {

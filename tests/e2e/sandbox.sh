@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # sandbox.sh: real `ns` sandboxes through sluice-sandbox, from both
 # templates: exit codes, limits, what a guest can and cannot see, its one
-# network link, and 100 start/stop cycles that leave nothing behind.
+# network link, the agent inside them (timeouts, signals, 10 MiB of
+# output, a 50 MiB file written and read back), and 100 start/stop
+# cycles that leave nothing behind.
 # Everything it makes lives under $E2E_TMP and in namespaces it creates.
 . "$(dirname "$0")/lib.sh"
 
@@ -13,6 +15,11 @@ ID=sle2e$$
 run() { "$SBX" --cache "$CACHE" --state "$STATE" --id "$ID" "$@"; }
 
 quiet() { "$@" >/dev/null 2>&1; }
+# Mounts in the host's table, but for other tests' `ip netns` mounts
+# (tests may run side by side; ours are made before the count).
+host_mounts() { grep -v ' /run/netns/' /proc/self/mountinfo | grep -c .; }
+between() { [ "${1:-x}" -ge "$2" ] 2>/dev/null && [ "$1" -le "$3" ]; }
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 cg_left() { find /sys/fs/cgroup -maxdepth 6 -type d -name "$ID*" 2>/dev/null | wc -l; }
 procs_left() { grep -l "$ID" /proc/[0-9]*/cgroup 2>/dev/null | wc -l; }
 
@@ -101,8 +108,69 @@ check "memory 64 MiB: a 200 MB allocation is killed (status $rc)" [ $rc = 137 ]
 check "pids 64: 100 processes cannot start (status $rcp)" [ $rcp != 0 ]
 check "no pids limit: 100 processes can" [ $rcp0 = 0 ]
 
+# ---- the agent in real sandboxes, both templates ------------------------
+# Everything goes through sluice-agent as the guest's PID 1: the command,
+# its output and the files (the agent's write and read ops, not a bind).
+head -c $((50 << 20)) /dev/urandom >"$E2E_TMP/big.in"
+big_sum=$(sha256sum <"$E2E_TMP/big.in" | cut -d' ' -f1)
+for tpl in busybox host; do
+	# A silent command past its timeout is killed, and said to be.
+	t0=$(date +%s%N)
+	set +e
+	run -t $tpl --timeout-ms 300 -- sleep 100 >/dev/null 2>"$E2E_TMP/err"
+	rc=$?
+	set -e
+	wall=$(ms_since "$t0")
+	took=$(sed -n 's/.*command timed out after \([0-9]*\) ms$/\1/p' "$E2E_TMP/err")
+	check "$tpl: sleep 100 with a 300 ms timeout: status 124 ($rc)" [ $rc = 124 ]
+	check "$tpl: ... reported timed out after ${took:-?} ms (300-1000)" between "$took" 300 1000
+	check "$tpl: ... the whole run took $wall ms (< 2000)" [ "$wall" -lt 2000 ]
+
+	# A death by signal is a signal, not an exit status that looks like one.
+	set +e
+	run -t $tpl -- sh -c 'kill -TERM $$' 2>"$E2E_TMP/err"
+	rc=$?
+	run -t $tpl -- sh -c 'kill -SEGV $$' 2>"$E2E_TMP/err2"
+	rcs=$?
+	run -t $tpl -- sh -c 'exit 143' 2>"$E2E_TMP/err3"
+	rce=$?
+	set -e
+	check "$tpl: SIGTERM: status 143 ($rc), reported as signal 15" \
+		bash -c "[ $rc = 143 ] && grep -q 'killed by signal 15 ' '$E2E_TMP/err'"
+	check "$tpl: SIGSEGV: status 139 ($rcs), reported as signal 11" \
+		bash -c "[ $rcs = 139 ] && grep -q 'killed by signal 11 ' '$E2E_TMP/err2'"
+	check "$tpl: exit 143: status 143 ($rce), no signal reported" \
+		bash -c "[ $rce = 143 ] && ! grep -q 'signal' '$E2E_TMP/err3'"
+
+	# 10 MiB of output streams out whole: the guest hashes what it
+	# sends (on stderr), the host what it got.
+	t0=$(date +%s%N)
+	run -t $tpl -- sh -c 'head -c 10485760 /dev/urandom >/tmp/out &&
+		sha256sum /tmp/out >&2 && cat /tmp/out' >"$E2E_TMP/out" 2>"$E2E_TMP/err"
+	wall=$(ms_since "$t0")
+	got=$(wc -c <"$E2E_TMP/out")
+	sent=$(cut -d' ' -f1 "$E2E_TMP/err")
+	check "$tpl: 10 MiB of stdout: $got bytes in $wall ms" [ "$got" = 10485760 ]
+	check "$tpl: ... and the same SHA-256 on both sides" \
+		[ "$(sha256sum <"$E2E_TMP/out" | cut -d' ' -f1)" = "$sent" ]
+
+	# 50 MiB written into the sandbox's own root and read back.
+	rm -f "$E2E_TMP/big.out"
+	t0=$(date +%s%N)
+	out=$(run -t $tpl --put "$E2E_TMP/big.in:/big.bin" --get "/big.bin:$E2E_TMP/big.out" \
+		-- sha256sum /big.bin)
+	wall=$(ms_since "$t0")
+	check "$tpl: 50 MiB put: the guest sees the same SHA-256" \
+		[ "${out%% *}" = "$big_sum" ]
+	check "$tpl: 50 MiB get: read back with the same SHA-256 ($wall ms in all)" \
+		[ "$(sha256sum <"$E2E_TMP/big.out" | cut -d' ' -f1)" = "$big_sum" ]
+done
+check "nothing was written through to the template or the host" \
+	bash -c "! find '$CACHE' -name big.bin | grep -q . && [ ! -e /big.bin ]"
+rm -f "$E2E_TMP/big.in" "$E2E_TMP/big.out" "$E2E_TMP/out"
+
 # ---- 100 start/stop cycles --------------------------------------------
-mounts_before=$(grep -c . /proc/self/mountinfo)
+mounts_before=$(host_mounts)
 t0=$(date +%s%N)
 lat=$(run --netns "$NS" --peer sbxe2e0 --repeat 100 -- true 2>&1 | tail -n 1)
 t1=$(date +%s%N)
@@ -110,7 +178,7 @@ echo "100 cycles in $(((t1 - t0) / 1000000)) ms; $lat"
 check "100 cycles: all ran" grep -q '^sluice-sandbox: 100 sandbox' <<<"$lat"
 check "100 cycles: no process left in our cgroups" [ "$(procs_left)" = 0 ]
 check "100 cycles: no cgroup directory left" [ "$(cg_left)" = 0 ]
-check "100 cycles: no mount left" [ "$(grep -c . /proc/self/mountinfo)" = "$mounts_before" ]
+check "100 cycles: no mount left" [ "$(host_mounts)" = "$mounts_before" ]
 check "100 cycles: no overlay of ours in the host's mount table" \
 	bash -c "! grep -q '$STATE' /proc/self/mountinfo"
 check "100 cycles: no state left" [ -z "$(ls -A "$STATE")" ]
