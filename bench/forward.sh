@@ -8,75 +8,13 @@
 #   BENCH_SECONDS  length of each wrk and CONNECT run (default 10)
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-SLUICED=${SLUICED:-$ROOT/build/gateway/sluiced}
-SECS=${BENCH_SECONDS:-10}
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3)
-unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy no_proxy NO_PROXY
+BENCH_NAME=forward
+BENCH_TOOLS="nginx wrk tinyproxy squid curl"
+. "$(dirname "$0")/common.bash"
 
-for tool in nginx wrk tinyproxy squid curl; do
-	command -v "$tool" >/dev/null ||
-		{ echo "bench/forward.sh: $tool is missing (./build.sh bench installs it)" >&2; exit 1; }
-done
-[ -x "$SLUICED" ] || { echo "bench/forward.sh: no $SLUICED (./build.sh build)" >&2; exit 1; }
-
-TMP=$(mktemp -d /tmp/sl-bench-forward.XXXXXX)
-NS=sl-bench-$$
-PIDS=()
-cleanup() {
-	local rc=$? pid
-	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-	for pid in "${PIDS[@]}"; do
-		for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -9 "$pid" 2>/dev/null || true
-	done
-	ip netns del "$NS" 2>/dev/null || true
-	ip netns del "$NS-fleet" 2>/dev/null || true
-	rm -rf "$TMP"
-	exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-ip netns add "$NS"
-ip -n "$NS" link set lo up
-# Many short connections: a wide port range, inside this namespace only.
-ip netns exec "$NS" sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
-N() { ip netns exec "$NS" "$@"; }
-
-ORIGIN=127.0.0.1:8080
 SL=127.0.0.1:3128 TP=127.0.0.1:8888 SQ=127.0.0.1:3129
 
-# --- the origin: nginx, one worker ------------------------------------------
-mkdir -p "$TMP/www" "$TMP/nginx-tmp"
-head -c 1024 /dev/urandom > "$TMP/www/1k"
-head -c 1G /dev/zero > "$TMP/www/big"
-cat > "$TMP/nginx.conf" <<NGINX
-user root;
-worker_processes 1;
-pid $TMP/nginx.pid;
-error_log $TMP/nginx-error.log;
-events { worker_connections 4096; }
-http {
-	access_log off;
-	client_body_temp_path $TMP/nginx-tmp/body;
-	proxy_temp_path $TMP/nginx-tmp/proxy;
-	fastcgi_temp_path $TMP/nginx-tmp/fastcgi;
-	uwsgi_temp_path $TMP/nginx-tmp/uwsgi;
-	scgi_temp_path $TMP/nginx-tmp/scgi;
-	default_type application/octet-stream;
-	sendfile on;
-	keepalive_timeout 60s;
-	keepalive_requests 1000000;
-	server {
-		listen $ORIGIN reuseport backlog=4096;
-		root $TMP/www;
-	}
-}
-NGINX
-ip netns exec "$NS" nginx -e "$TMP/nginx-error.log" -c "$TMP/nginx.conf" -g 'daemon off;' &
-PIDS+=($!)
+bench_origin
 
 # --- sluiced ---------------------------------------------------------------
 cat > "$TMP/sluice.yaml" <<YAML
