@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -91,7 +92,7 @@ struct fwd_half {
 
 struct gw_fwd_conn {
 	struct gw_worker *w;
-	struct gw_fwd_conn *prev, *next;
+	struct gw_conn_node node;       /* on the worker's list */
 	enum fwd_state state;
 	struct gw_snap *snap;
 
@@ -473,21 +474,14 @@ fwd_close(struct gw_fwd_conn *c, enum gw_reason why)
 		close(c->ufd);
 	}
 	fwd_set_state(c, FWD_CLOSED);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		w->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	gw_conn_release();
+	gw_worker_conn_leave(w, &c->node);
 	gw_defer(w->loop, &c->defer, fwd_free, c);
 }
 
-void
-gw_fwd_close_all(struct gw_worker *w)
+static void
+fwd_shutdown(struct gw_conn_node *n)
 {
-	while (w->conns)
-		fwd_close(w->conns, GW_R_SHUTDOWN);
+	fwd_close(gw_conn_of(n, struct gw_fwd_conn), GW_R_SHUTDOWN);
 }
 
 /* ---- identity and policy ---- */
@@ -1406,10 +1400,7 @@ gw_fwd_accept(struct gw_worker *w, int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	gw_timer_init(&c->timer, fwd_timeout, c);
 	gw_h1_parser_init(&c->parser, GW_H1_REQUEST, s->conf->gateway.max_header_bytes);
-	c->next = w->conns;
-	if (w->conns)
-		w->conns->prev = c;
-	w->conns = c;
+	gw_worker_conn_join(w, &c->node, fwd_shutdown);
 	if (gw_io_add(w->loop, &c->cio, fd, EPOLLIN, fwd_io, c) < 0) {
 		fwd_close(c, GW_R_INTERNAL);
 		return;

@@ -18,7 +18,4 @@
  * connection cannot be served it is answered (503) and closed. */
 void gw_fwd_accept(struct gw_worker *w, int fd);
 
-/* Ends every connection of the worker (shutdown). */
-void gw_fwd_close_all(struct gw_worker *w);
-
 #endif

@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,7 @@ static const char *const socks_state_names[] = {
 
 struct gw_socks_conn {
 	struct gw_worker *w;
-	struct gw_socks_conn *prev, *next;
+	struct gw_conn_node node;       /* on the worker's list */
 	enum socks_state state;
 	struct gw_snap *snap;
 	int cfd;
@@ -184,21 +185,14 @@ socks_close(struct gw_socks_conn *c, enum gw_reason why)
 	}
 	gw_socks5_parser_wipe(&c->parser);
 	socks_set_state(c, SOCKS_CLOSED);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		w->socks_conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	gw_conn_release();
+	gw_worker_conn_leave(w, &c->node);
 	gw_defer(w->loop, &c->defer, socks_free, c);
 }
 
-void
-gw_socks_close_all(struct gw_worker *w)
+static void
+socks_shutdown(struct gw_conn_node *n)
 {
-	while (w->socks_conns)
-		socks_close(w->socks_conns, GW_R_SHUTDOWN);
+	socks_close(gw_conn_of(n, struct gw_socks_conn), GW_R_SHUTDOWN);
 }
 
 /* Sends a final reply (rep) and closes after it; why goes to the log. */
@@ -596,10 +590,7 @@ gw_socks_accept(struct gw_worker *w, int fd)
 	c->source_client = gw_ident_by_source(s, (struct sockaddr *)&c->peer);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	gw_timer_init(&c->timer, socks_timeout, c);
-	c->next = w->socks_conns;
-	if (w->socks_conns)
-		w->socks_conns->prev = c;
-	w->socks_conns = c;
+	gw_worker_conn_join(w, &c->node, socks_shutdown);
 	c->t_start = gw_loop_now(w->loop);
 	if (gw_io_add(w->loop, &c->cio, fd, EPOLLIN, socks_io, c) < 0) {
 		socks_close(c, GW_R_INTERNAL);

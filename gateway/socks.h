@@ -7,7 +7,4 @@
 /* Takes a newly accepted, non-blocking client socket on worker w. */
 void gw_socks_accept(struct gw_worker *w, int fd);
 
-/* Ends every SOCKS connection of the worker (shutdown). */
-void gw_socks_close_all(struct gw_worker *w);
-
 #endif

@@ -9,8 +9,13 @@
 #include "loop-t.h"
 
 struct gw_dns;
-struct gw_fwd_conn;
-struct gw_socks_conn;
+
+/* Every door's connection embeds one: the worker keeps them all on one
+ * list, so that a shutdown ends each through its own door's close. */
+struct gw_conn_node {
+	struct gw_conn_node *prev, *next;
+	void (*shutdown)(struct gw_conn_node *n);
+};
 
 /* A worker owns one event loop, one resolver and its own listening socket
  * on every door (SO_REUSEPORT spreads connections), so that nothing on a
@@ -27,8 +32,7 @@ struct gw_worker {
 	struct gw_io socks_io;
 	int stop_fd;                    /* an eventfd: stop the loop */
 	struct gw_io stop_io;
-	struct gw_fwd_conn *conns;      /* every live connection, for shutdown */
-	struct gw_socks_conn *socks_conns;
+	struct gw_conn_node *conns;     /* every live connection, any door */
 	bool use_splice;
 	uint64_t accepted;
 };

@@ -41,6 +41,31 @@ gw_conns_live(void)
 	return __atomic_load_n(&conns_live, __ATOMIC_RELAXED);
 }
 
+void
+gw_worker_conn_join(struct gw_worker *w, struct gw_conn_node *n,
+		    void (*shutdown)(struct gw_conn_node *n))
+{
+	n->shutdown = shutdown;
+	n->prev = NULL;
+	n->next = w->conns;
+	if (w->conns)
+		w->conns->prev = n;
+	w->conns = n;
+}
+
+void
+gw_worker_conn_leave(struct gw_worker *w, struct gw_conn_node *n)
+{
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		w->conns = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	n->prev = n->next = NULL;
+	gw_conn_release();
+}
+
 unsigned
 gw_workers_auto(void)
 {
@@ -117,8 +142,8 @@ worker_main(void *arg)
 		errno = -rc;
 		gw_log_err("worker %u: event loop failed", w->id);
 	}
-	gw_fwd_close_all(w);
-	gw_socks_close_all(w);
+	while (w->conns)
+		w->conns->shutdown(w->conns);
 	return NULL;
 }
 

@@ -28,4 +28,14 @@ bool gw_conn_take(uint32_t max);
 void gw_conn_release(void);
 uint64_t gw_conns_live(void);
 
+/* A connection counted in with gw_conn_take() joins its worker's list;
+ * leaving it also counts it out. shutdown must end the connection (and
+ * so call gw_worker_conn_leave()). */
+void gw_worker_conn_join(struct gw_worker *w, struct gw_conn_node *n,
+			 void (*shutdown)(struct gw_conn_node *n));
+void gw_worker_conn_leave(struct gw_worker *w, struct gw_conn_node *n);
+
+/* The connection of type `type` whose member `node` is n. */
+#define gw_conn_of(n, type) ((type *)(void *)((char *)(n) - offsetof(type, node)))
+
 #endif
