@@ -119,65 +119,10 @@ wrk_rps() { # NAME URL [wrk args...]: prints requests/s (and complains of errors
 }
 
 # --- 2: CONNECT set-up rate -----------------------------------------------------
-cat > "$TMP/connect.py" <<'PYEOF'
-# connect.py HOST:PORT TARGET|- SECONDS CONCURRENCY: new connections per second.
-# Each: connect, (CONNECT TARGET, read 200,) one GET with Connection: close,
-# read to EOF, close. Prints "<rate> <errors>".
-import asyncio, sys, time
-
-async def one(host, port, target, req):
-    r, w = await asyncio.open_connection(host, port)
-    try:
-        if target:
-            w.write(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target))
-            head = await r.readuntil(b"\r\n\r\n")
-            if head[9:12] != b"200":
-                return False
-        w.write(req)
-        data = await r.read()
-        while True:
-            more = await r.read(65536)
-            if not more:
-                break
-            data += more
-        return data[9:12] == b"200"
-    finally:
-        w.close()
-
-async def main():
-    host, port = sys.argv[1].rsplit(":", 1)
-    target = None if sys.argv[2] == "-" else sys.argv[2].encode()
-    secs, conc = float(sys.argv[3]), int(sys.argv[4])
-    origin = target or sys.argv[1].encode()
-    req = b"GET /1k HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % origin
-    done = errors = 0
-    end = time.monotonic() + secs
-
-    async def loop():
-        nonlocal done, errors
-        while time.monotonic() < end:
-            try:
-                ok = await asyncio.wait_for(one(host, int(port), target, req), 10)
-            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
-                ok = False
-            if ok:
-                done += 1
-            else:
-                errors += 1
-    t0 = time.monotonic()
-    await asyncio.gather(*(loop() for _ in range(conc)))
-    print("%.0f %d" % (done / (time.monotonic() - t0), errors))
-
-asyncio.run(main())
-PYEOF
 conn_rate() { # NAME PROXY|- : prints connections/s; errors to stderr
 	local out
-	if [ "$2" = - ]; then
-		out=$(N "$PY" "$TMP/connect.py" "$ORIGIN" - "$SECS" 50)
-	else
-		out=$(N "$PY" "$TMP/connect.py" "$2" "$ORIGIN" "$SECS" 50)
-	fi
-	[ "${out#* }" = 0 ] || echo "  connect.py, $1: ${out#* } failed connections" >&2
+	out=$(N "$PY" "$ROOT/bench/connrate.py" http "$2" "$ORIGIN" "$SECS" 50)
+	[ "${out#* }" = 0 ] || echo "  connrate.py, $1: ${out#* } failed connections" >&2
 	echo "${out% *}"
 }
 

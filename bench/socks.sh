@@ -90,68 +90,10 @@ answers microsocks --socks5 "$MS"
 answers danted --socks5 "$DA"
 
 # --- 1: connection set-up rate ------------------------------------------------------
-cat > "$TMP/socks.py" <<'PYEOF'
-# socks.py PROXY|- ORIGIN SECONDS CONCURRENCY: new connections per second.
-# Each: connect, (greeting with no-auth, CONNECT ORIGIN by IPv4 address,)
-# one GET /1k with Connection: close, read to EOF, close. Prints
-# "<rate> <errors>".
-import asyncio, socket, struct, sys, time
-
-async def one(host, port, connect_req, req):
-    r, w = await asyncio.open_connection(host, port)
-    try:
-        if connect_req:
-            w.write(b"\x05\x01\x00")
-            if await r.readexactly(2) != b"\x05\x00":
-                return False
-            w.write(connect_req)
-            rep = await r.readexactly(10)
-            if rep[1] != 0:
-                return False
-        w.write(req)
-        data = await r.read()
-        while True:
-            more = await r.read(65536)
-            if not more:
-                break
-            data += more
-        return data[9:12] == b"200"
-    finally:
-        w.close()
-
-async def main():
-    ohost, oport = sys.argv[2].rsplit(":", 1)
-    if sys.argv[1] == "-":
-        host, port, creq = ohost, int(oport), None
-    else:
-        host, port = sys.argv[1].rsplit(":", 1)
-        creq = b"\x05\x01\x00\x01" + socket.inet_aton(ohost) + struct.pack(">H", int(oport))
-    secs, conc = float(sys.argv[3]), int(sys.argv[4])
-    req = b"GET /1k HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % sys.argv[2].encode()
-    done = errors = 0
-    end = time.monotonic() + secs
-
-    async def loop():
-        nonlocal done, errors
-        while time.monotonic() < end:
-            try:
-                ok = await asyncio.wait_for(one(host, int(port), creq, req), 10)
-            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
-                ok = False
-            if ok:
-                done += 1
-            else:
-                errors += 1
-    t0 = time.monotonic()
-    await asyncio.gather(*(loop() for _ in range(conc)))
-    print("%.0f %d" % (done / (time.monotonic() - t0), errors))
-
-asyncio.run(main())
-PYEOF
 conn_rate() { # NAME PROXY|- : prints connections/s; errors to stderr
 	local out
-	out=$(N "$PY" "$TMP/socks.py" "$2" "$ORIGIN" "$SECS" 50)
-	[ "${out#* }" = 0 ] || echo "  socks.py, $1: ${out#* } failed connections" >&2
+	out=$(N "$PY" "$ROOT/bench/connrate.py" socks "$2" "$ORIGIN" "$SECS" 50)
+	[ "${out#* }" = 0 ] || echo "  connrate.py, $1: ${out#* } failed connections" >&2
 	echo "${out% *}"
 }
 
