@@ -103,19 +103,7 @@ body_is() {
 	if status_is 200 && cmp -s "$B" "$2"; then pass "$1"; else fail "$1: got $(got)"; fi
 }
 
-# Access log helpers: mark the log, then look only at what came after.
-LOG=
-mark() { MARK=$(wc -l < "$LOG"); }
-since() { tail -n "+$((MARK + 1))" "$LOG"; }
-logged() {
-	for _ in $(seq 60); do
-		since | grep -Eq -- "$1" && return 0
-		sleep 0.05
-	done
-	echo "--- no line /$1/ in the access log since the mark; the last ones:" >&2
-	since | grep ' access ' | tail -n 3 >&2
-	return 1
-}
+# Log helpers (mark, since, logged): lib.sh.
 # field_ge PATTERN FIELD MIN: the last line matching PATTERN since the mark
 # has FIELD >= MIN (waits up to 3 s for the line).
 field_ge() {

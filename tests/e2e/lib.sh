@@ -77,3 +77,19 @@ finish() {
 	echo "$E2E_PASSES passed, $E2E_FAILS failed"
 	[ "$E2E_FAILS" -eq 0 ]
 }
+
+# Log helpers: LOG names the log file; mark it, then look only at what
+# came after the mark.
+LOG=
+mark() { MARK=$(wc -l < "$LOG"); }
+since() { tail -n "+$((MARK + 1))" "$LOG"; }
+# logged PATTERN: a line matching PATTERN appears after the mark (waits 3 s).
+logged() {
+	for _ in $(seq 60); do
+		since | grep -Eq -- "$1" && return 0
+		sleep 0.05
+	done
+	echo "--- no line /$1/ in the log since the mark; the last ones:" >&2
+	since | grep ' access ' | tail -n 3 >&2
+	return 1
+}

@@ -81,19 +81,7 @@ refused() {
 	want "$what: reply $rep, closed" "^method=00 rep=$rep bnd=0\.0\.0\.0:0 end=(eof|rst)$"
 }
 
-# Access log helpers (as in forward.sh).
-LOG=
-mark() { MARK=$(wc -l < "$LOG"); }
-since() { tail -n "+$((MARK + 1))" "$LOG"; }
-logged() {
-	for _ in $(seq 60); do
-		since | grep -Eq -- "$1" && return 0
-		sleep 0.05
-	done
-	echo "--- no line /$1/ in the log since the mark; the last ones:" >&2
-	since | grep ' access ' | tail -n 3 >&2
-	return 1
-}
+# Log helpers (mark, since, logged): lib.sh.
 # field_ge PATTERN FIELD MIN: some line matching PATTERN since the mark has
 # FIELD >= MIN (waits up to 3 s).
 field_ge() {
