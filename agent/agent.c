@@ -48,23 +48,11 @@ oom(void)
 static uint8_t *
 out_reserve(struct agent *a, size_t n)
 {
-	if (a->out_off > 0 && a->out_off + a->out_len + n > a->out_cap) {
-		memmove(a->out, a->out + a->out_off, a->out_len);
-		a->out_off = 0;
-	}
-	if (a->out_off + a->out_len + n > a->out_cap) {
-		size_t cap = a->out_cap ? a->out_cap : 65536;
-		uint8_t *p;
+	uint8_t *p = agent_outq_room(&a->out, &a->out_off, a->out_len, &a->out_cap, n);
 
-		while (cap < a->out_len + n)
-			cap *= 2;
-		p = realloc(a->out, cap);
-		if (p == NULL)
-			oom();
-		a->out = p;
-		a->out_cap = cap;
-	}
-	return a->out + a->out_off + a->out_len;
+	if (p == NULL)
+		oom();
+	return p;
 }
 
 void

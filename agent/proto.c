@@ -22,6 +22,28 @@ static const struct type_info types[AGENT_FT__MAX] = {
 #undef AGENT_FT_INFO
 };
 
+uint8_t *
+agent_outq_room(uint8_t **buf, size_t *off, size_t len, size_t *cap, size_t n)
+{
+	if (*off > 0 && *off + len + n > *cap) {
+		memmove(*buf, *buf + *off, len);
+		*off = 0;
+	}
+	if (*off + len + n > *cap) {
+		size_t ncap = *cap ? *cap : 65536;
+		uint8_t *p;
+
+		while (ncap < len + n)
+			ncap *= 2;
+		p = realloc(*buf, ncap);
+		if (p == NULL)
+			return NULL;
+		*buf = p;
+		*cap = ncap;
+	}
+	return *buf + *off + len;
+}
+
 const char *
 agent_frame_type_name(uint8_t type)
 {

@@ -210,6 +210,12 @@ long agent_frame_encode(uint8_t *out, size_t cap, uint8_t type,
 /* "hello", ...; "?" for an unknown type. */
 const char *agent_frame_type_name(uint8_t type);
 
+/* An output queue as both sides keep one: bytes [off, off+len) of a
+ * buffer of cap bytes. Makes room for n more bytes at off+len, sliding the
+ * queue to the front or growing the buffer (doubling from 64 KiB).
+ * Returns where they go, or NULL (out of memory; nothing changed). */
+uint8_t *agent_outq_room(uint8_t **buf, size_t *off, size_t len, size_t *cap, size_t n);
+
 /* Reads and writes a WINDOW payload. */
 uint32_t agent_get_u32(const uint8_t *p);
 void agent_put_u32(uint8_t *p, uint32_t v);

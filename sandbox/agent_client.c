@@ -72,23 +72,11 @@ sbx_agent_now_ms(void)
 static int
 out_put(struct sbx_agent_conn *c, const void *p, size_t n)
 {
-	if (c->out_off > 0 && c->out_off + c->out_len + n > c->out_cap) {
-		memmove(c->out, c->out + c->out_off, c->out_len);
-		c->out_off = 0;
-	}
-	if (c->out_off + c->out_len + n > c->out_cap) {
-		size_t cap = c->out_cap ? c->out_cap : 65536;
-		uint8_t *q;
+	uint8_t *q = agent_outq_room(&c->out, &c->out_off, c->out_len, &c->out_cap, n);
 
-		while (cap < c->out_len + n)
-			cap *= 2;
-		q = realloc(c->out, cap);
-		if (q == NULL)
-			return -ENOMEM;
-		c->out = q;
-		c->out_cap = cap;
-	}
-	memcpy(c->out + c->out_off + c->out_len, p, n);
+	if (q == NULL)
+		return -ENOMEM;
+	memcpy(q, p, n);
 	c->out_len += n;
 	return 0;
 }
