@@ -98,6 +98,7 @@ usage(FILE *f)
 	           "  --netns NAME         put a veth peer in this network namespace\n"
 	           "  --peer IFNAME        its name (default sbx<pid>)\n"
 	           "  --addr CIDR  --gw ADDR  --mtu N\n"
+	           "  --peer-addr ADDR     the peer's own address (routes --addr to it)\n"
 	           "  --timeout SECONDS    command timeout (agent only)\n"
 	           "  --timeout-ms MS      the same in milliseconds\n"
 	           "  --put HOST:GUEST     before the command, copy a host file into the\n"
@@ -467,7 +468,8 @@ main(int argc, char **argv)
 		O_GET,
 		O_LATENCY,
 		O_KEEP,
-		O_WAIT_STDIN
+		O_WAIT_STDIN,
+		O_PEER_ADDR
 	};
 	static const struct option opts[] = {{"template", 1, 0, 't'},
 	                                     {"cache", 1, 0, O_CACHE},
@@ -487,6 +489,7 @@ main(int argc, char **argv)
 	                                     {"peer", 1, 0, O_PEER},
 	                                     {"addr", 1, 0, O_ADDR},
 	                                     {"gw", 1, 0, O_GW},
+	                                     {"peer-addr", 1, 0, O_PEER_ADDR},
 	                                     {"mtu", 1, 0, O_MTU},
 	                                     {"repeat", 1, 0, O_REPEAT},
 	                                     {"hold", 1, 0, O_HOLD},
@@ -606,6 +609,9 @@ main(int argc, char **argv)
 			break;
 		case O_GW:
 			spec.net.gateway = optarg;
+			break;
+		case O_PEER_ADDR:
+			spec.net.peer_address = optarg;
 			break;
 		case O_MTU:
 			spec.net.mtu = (uint32_t)atoi(optarg);

@@ -167,6 +167,21 @@ sbx_nl_veth_add(int nl, const char *name, const char *peer, int peer_nsfd)
 }
 
 int
+sbx_nl_kind_add(int nl, const char *name, const char *kind)
+{
+	char buf[8192];
+	struct nlmsghdr *nlh = (void *)buf;
+	struct nlattr *linkinfo;
+
+	link_msg(buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+	linkinfo = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+	mnl_attr_put_strz(nlh, IFLA_INFO_KIND, kind);
+	mnl_attr_nest_end(nlh, linkinfo);
+	return talk(nl, nlh);
+}
+
+int
 sbx_nl_link_del(int nl, const char *ifname)
 {
 	char buf[8192];
@@ -239,6 +254,38 @@ sbx_nl_addr_add(int nl, const char *ifname, const char *cidr)
 		ifa->ifa_flags = IFA_F_NODAD;
 	mnl_attr_put(nlh, IFA_LOCAL, fam == AF_INET ? 4 : 16, a);
 	mnl_attr_put(nlh, IFA_ADDRESS, fam == AF_INET ? 4 : 16, a);
+	return talk(nl, nlh);
+}
+
+int
+sbx_nl_addr_add_p2p(int nl, const char *ifname, const char *local, const char *peer)
+{
+	char buf[8192], tmp[80];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifaddrmsg *ifa;
+	unsigned char l[16], r[16];
+	unsigned pfx;
+	int fam, pfam, idx;
+
+	if (snprintf(tmp, sizeof(tmp), "%s/0", local) >= (int)sizeof(tmp))
+		return -EINVAL;
+	if ((fam = sbx_parse_cidr(tmp, l, &pfx)) < 0 || (pfam = sbx_parse_cidr(peer, r, &pfx)) < 0)
+		return -EINVAL;
+	if (fam != pfam)
+		return -EINVAL;
+	if ((idx = ifindex(nl, ifname)) < 0)
+		return idx;
+	nlh->nlmsg_type = RTM_NEWADDR;
+	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
+	ifa->ifa_family = (uint8_t)fam;
+	ifa->ifa_prefixlen = fam == AF_INET ? 32 : 128;
+	ifa->ifa_index = (unsigned)idx;
+	ifa->ifa_scope = RT_SCOPE_UNIVERSE;
+	if (fam == AF_INET6)
+		ifa->ifa_flags = IFA_F_NODAD;
+	mnl_attr_put(nlh, IFA_LOCAL, fam == AF_INET ? 4 : 16, l);
+	mnl_attr_put(nlh, IFA_ADDRESS, fam == AF_INET ? 4 : 16, r);
 	return talk(nl, nlh);
 }
 

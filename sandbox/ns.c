@@ -572,6 +572,10 @@ setup_net(struct sbx *s, const struct sbx_net *n, char *err, size_t errsz)
 	step = "peer up";
 	if ((rc = sbx_nl_link_up(s->nl_peer, n->peer_ifname, n->mtu)) < 0)
 		goto out;
+	step = "peer address";
+	if (n->peer_address &&
+	    (rc = sbx_nl_addr_add_p2p(s->nl_peer, n->peer_ifname, n->peer_address, n->address)) < 0)
+		goto out;
 	step = "eth0 up";
 	if ((rc = sbx_nl_link_up(nl, "eth0", n->mtu)) < 0)
 		goto out;

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "sandbox-t.h"
+#include "sbx_netlink.h"
 
 struct sbx_backend {
 	const struct sbx_backend_ops *ops;
@@ -111,19 +112,7 @@ size_t sbx_seccomp_build(struct sock_filter *out);
 extern const int sbx_seccomp_denied[];
 extern const size_t sbx_seccomp_ndenied;
 
-/* ---- rtnetlink (netlink.c) ------------------------------------------- */
-
-/* A NETLINK_ROUTE socket created inside the network namespace nsfd (the
- * calling thread enters it and comes back). fd or -errno. */
-int sbx_nl_open_in(int nsfd);
-int sbx_nl_link_up(int nl, const char *ifname, uint32_t mtu);
-/* Creates veth `name` here and its peer `peer` inside peer_nsfd, both
- * down (a peer created up fails with ENOTCONN). */
-int sbx_nl_veth_add(int nl, const char *name, const char *peer, int peer_nsfd);
-int sbx_nl_link_del(int nl, const char *ifname);
-/* "10.88.1.7/24" or "fd00::7/64" on ifname. */
-int sbx_nl_addr_add(int nl, const char *ifname, const char *cidr);
-int sbx_nl_route_default(int nl, const char *ifname, const char *gw);
+/* ---- rtnetlink (netlink.c): see sbx_netlink.h ----------------------- */
 
 /* Parses "ADDR/PREFIX" (v4 or v6): family or -EINVAL. Pure. */
 int sbx_parse_cidr(const char *s, void *addr16, unsigned *prefix);

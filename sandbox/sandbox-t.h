@@ -106,6 +106,11 @@ struct sbx_net {
 	const char *peer_ifname; /* the peer's name, <= 15 bytes */
 	const char *address;     /* guest address/prefix, "10.88.1.7/24" */
 	const char *gateway;     /* default route via, or NULL */
+	const char *peer_address; /* the peer end's own address (no prefix):
+	                             with `address`, a point-to-point address on
+	                             the peer, so that the peer's namespace
+	                             routes the guest's address to this link;
+	                             NULL: the peer has no address */
 	uint32_t mtu;            /* 0: the default */
 };
 

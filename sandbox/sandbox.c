@@ -310,6 +310,19 @@ sbx_spec_validate(const struct sbx_spec *s, char *err, size_t errsz)
 				                "an address",
 				                s->net.gateway);
 		}
+		if (s->net.peer_address) {
+			char tmp[80];
+			if (!s->net.address)
+				return sbx_fail(err, errsz, -EINVAL,
+				                "spec: net: a peer address needs an "
+				                "address");
+			snprintf(tmp, sizeof(tmp), "%s/0", s->net.peer_address);
+			if (strlen(s->net.peer_address) > 64 || sbx_parse_cidr(tmp, a, &pfx) < 0)
+				return sbx_fail(err, errsz, -EINVAL,
+				                "spec: net: peer address \"%s\" is "
+				                "not an address",
+				                s->net.peer_address);
+		}
 		if (s->net.mtu && (s->net.mtu < 576 || s->net.mtu > 65535))
 			return sbx_fail(err, errsz, -EINVAL, "spec: net: mtu %u outside 576-65535",
 			                s->net.mtu);
