@@ -9,7 +9,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev
   libssl-dev libnghttp2-dev libc-ares-dev libnftnl-dev libmnl-dev libyaml-dev
   libcmocka-dev libjansson-dev"
-PKGS_TEST="curl wget git python3 iproute2 procps nftables nginx-light
+PKGS_TEST="curl wget git python3 iproute2 procps nftables nginx-light openssl util-linux
   dnsmasq-base nghttp2-client busybox-static netcat-openbsd openssh-client"
 # Only ./build.sh bench installs these: the proxies sluice is compared with.
 PKGS_BENCH="wrk tinyproxy squid microsocks dante-server"

@@ -21,6 +21,7 @@ cat > "$TMP/sluice.yaml" <<YAML
 daemon:
   data_dir: $TMP/data
   fleet_netns: $NS-fleet
+  control_socket: off
   log: { level: warn, format: text }
 api: { listen: off, socket: off }
 gateway:

@@ -88,6 +88,8 @@ struct conf_cidrs {
 struct conf_daemon {
 	char *data_dir;
 	char *fleet_netns;
+	bool fleet_teardown;            /* clean exit removes the table, links, netns */
+	char *control_socket;           /* NULL: none */
 	enum conf_log_level log_level;
 	enum conf_log_format log_format;
 };

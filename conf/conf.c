@@ -974,12 +974,13 @@ resolve_ref(struct ctx *x, const struct cy_node *n, const char *path, const char
 static void
 load_daemon(struct ctx *x, const struct cy_node *n)
 {
-	static const char *const keys[] = { "data_dir", "fleet_netns", "log", NULL };
+	static const char *const keys[] = { "data_dir", "fleet_netns", "fleet_teardown",
+					     "control_socket", "log", NULL };
 	static const char *const lkeys[] = { "level", "format", NULL };
 	static const char *const levels[] = { "err", "warn", "info", "debug", NULL };
 	static const char *const formats[] = { "text", "json", NULL };
 	struct conf_daemon *dm = &x->c->daemon;
-	const struct cy_node *log;
+	const struct cy_node *log, *f;
 	int v;
 
 	if (!expect_map(x, n, "daemon", keys))
@@ -988,10 +989,18 @@ load_daemon(struct ctx *x, const struct cy_node *n)
 	    dm->data_dir[0] != '/')
 		err_at(x, map_get(n, "data_dir"), "daemon.data_dir: must be an absolute path");
 	if (get_str(x, map_get(n, "fleet_netns"), "daemon.fleet_netns", &dm->fleet_netns)) {
-		const struct cy_node *f = map_get(n, "fleet_netns");
-
+		f = map_get(n, "fleet_netns");
 		if (f->len > 64 || strchr(dm->fleet_netns, '/') || dm->fleet_netns[0] == '.')
 			err_at(x, f, "daemon.fleet_netns: not a namespace name (no '/', no leading '.', at most 64 bytes)");
+	}
+	get_bool(x, map_get(n, "fleet_teardown"), "daemon.fleet_teardown", &dm->fleet_teardown);
+	f = map_get(n, "control_socket");
+	if (f && f->kind == CY_SCALAR && f->plain && strcmp(f->str, "off") == 0) {
+		dm->control_socket = NULL;
+	} else if (get_str(x, map_get(n, "control_socket"), "daemon.control_socket",
+			   &dm->control_socket)) {
+		if (dm->control_socket[0] != '/' || strlen(dm->control_socket) > 107)
+			err_at(x, f, "daemon.control_socket: must be an absolute path shorter than 108 bytes, or off");
 	}
 	log = map_get(n, "log");
 	if (expect_map(x, log, "daemon.log", lkeys)) {
@@ -1702,6 +1711,7 @@ set_defaults(struct conf *c, struct conf_arena *a)
 {
 	c->daemon.data_dir = conf_arena_strndup(a, "/var/lib/sluice", 15);
 	c->daemon.fleet_netns = conf_arena_strndup(a, "sluice", 6);
+	c->daemon.control_socket = conf_arena_strndup(a, "/run/sluice/control.sock", 24);
 	c->daemon.log_level = CONF_LOG_INFO;
 	c->daemon.log_format = CONF_LOG_TEXT;
 	c->api.socket = conf_arena_strndup(a, "/run/sluice/api.sock", 20);

@@ -37,6 +37,7 @@
 #include "http1.h"
 #include "log.h"
 #include "loop.h"
+#include "lanes.h"
 #include "policy.h"
 #include "reason.h"
 #include "snap.h"
@@ -115,7 +116,10 @@ struct gw_fwd_conn {
 	struct fwd_half up;     /* client -> upstream */
 	struct fwd_half down;   /* upstream -> client */
 	int client_idx;
-	struct gw_policy *policy;       /* borrowed from snap */
+	int lane;                       /* -1: a host door */
+	struct gw_who who;              /* lane doors: the sandbox */
+	char hostbuf[GW_HOST_MAX + 16]; /* origin-form: the Host value */
+	struct gw_policy *policy;       /* borrowed from snap or who */
 	char method[24];
 	char host[GW_HOST_MAX];
 	uint16_t port;
@@ -359,7 +363,9 @@ fwd_log(struct gw_fwd_conn *c, enum gw_reason reason)
 	const struct conf_gateway *g = gwconf(c);
 	struct gw_access a = {
 		.door = "forward",
-		.client = c->client_idx >= 0 ? g->clients[c->client_idx].name : NULL,
+		.client = c->client_idx >= 0 ? g->clients[c->client_idx].name
+			  : c->who.name[0]  ? c->who.name
+					    : NULL,
 		.src = c->src,
 		.policy = c->policy ? gw_policy_name(c->policy) : NULL,
 		.method = c->method,
@@ -443,6 +449,7 @@ fwd_free(void *arg)
 
 	half_free(&c->up);
 	half_free(&c->down);
+	gw_who_clear(&c->who);
 	gw_snap_unref(c->snap);
 	free(c);
 }
@@ -486,6 +493,27 @@ fwd_shutdown(struct gw_conn_node *n)
 
 /* ---- identity and policy ---- */
 
+/* A lane door: the sandbox by source address, asked for every request so
+ * that a lock takes effect at the next one. */
+static int
+fwd_identify_lane(struct gw_fwd_conn *c)
+{
+	int rc;
+
+	gw_who_clear(&c->who);
+	rc = gw_lane_who(c->lane, (const struct sockaddr *)&c->peer, &c->who);
+	if (rc == -EACCES) {
+		fwd_refuse(c, 403, GW_R_SANDBOX_LOCKED, "sandbox %s is locked", c->who.name);
+		return -1;
+	}
+	if (rc < 0) {
+		fwd_refuse(c, 403, GW_R_NOT_A_SANDBOX, "%s is no sandbox of this lane", c->src);
+		return -1;
+	}
+	c->policy = c->who.policy;
+	return 0;
+}
+
 /* Finds the client: by source address, else by Proxy-Authorization.
  * Returns 0, or refuses and returns -1. */
 static int
@@ -497,6 +525,8 @@ fwd_identify(struct gw_fwd_conn *c)
 	size_t ulen, plen;
 	int idx;
 
+	if (c->lane >= 0)
+		return fwd_identify_lane(c);
 	idx = gw_ident_by_source(snap(c), (const struct sockaddr *)&c->peer);
 	if (idx < 0 && pa) {
 		if (gw_ident_basic_decode(pa->value.p, pa->value.len, buf, sizeof(buf),
@@ -626,6 +656,55 @@ upstream_quiet(int fd)
 	return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
 }
 
+/* Transparent HTTP (a guest's TCP to port 80 redirected to a lane's
+ * forward door): an origin-form request is routed by its Host field, which
+ * must be there, once, and be a valid authority. */
+static int
+fwd_route_by_host(struct gw_fwd_conn *c)
+{
+	const struct gw_h1_header *h = gw_h1_header_find(&c->req, "Host");
+	struct gw_h1_target t;
+	struct gw_h1_error terr = { 0 };
+	const char *v;
+	size_t n;
+	bool has_port;
+
+	if (!h || gw_h1_header_next(&c->req, h, "Host")) {
+		fwd_refuse(c, 400, GW_R_BAD_REQUEST,
+			   h ? "more than one Host field" : "an origin-form request needs a Host field");
+		return -1;
+	}
+	v = h->value.p;
+	n = h->value.len;
+	if (n == 0 || n + 4 >= sizeof(c->hostbuf)) {
+		fwd_refuse(c, 400, GW_R_BAD_HOST, "bad Host field");
+		return -1;
+	}
+	/* "host", "host:port", "[v6]" or "[v6]:port": add the default port
+	 * so that the authority parser, which wants one, can check it. */
+	has_port = v[n - 1] != ']' && memchr(v, ':', n) &&
+		   (v[0] == '[' || memchr(v, ':', n) == memrchr(v, ':', n));
+	memcpy(c->hostbuf, v, n);
+	if (!has_port) {
+		memcpy(c->hostbuf + n, ":80", 3);
+		n += 3;
+	}
+	c->hostbuf[n] = '\0';
+	if (gw_h1_target_parse(c->hostbuf, n, GW_H1_M_CONNECT, &t, &terr) < 0 ||
+	    t.form != GW_H1_TARGET_AUTHORITY) {
+		fwd_refuse(c, 400, terr.reason ? terr.reason : GW_R_BAD_HOST, "bad Host field: %s",
+			   terr.msg ? terr.msg : "not host[:port]");
+		return -1;
+	}
+	c->target.form = GW_H1_TARGET_ABSOLUTE;
+	c->target.scheme = GW_H1_SCHEME_HTTP;
+	c->target.host = t.host;
+	c->target.host_ipv6 = t.host_ipv6;
+	c->target.port = t.port;
+	c->target.port_explicit = has_port;
+	return 0;
+}
+
 /* A request head is complete: decide, then resolve and connect (or reuse
  * the idle upstream connection of the same origin and client). */
 static void
@@ -660,7 +739,10 @@ fwd_request(struct gw_fwd_conn *c)
 		fwd_refuse(c, 400, terr.reason, "bad request-target: %s", terr.msg);
 		return;
 	}
-	if (!c->is_connect && c->target.form != GW_H1_TARGET_ABSOLUTE) {
+	if (c->lane >= 0 && c->target.form == GW_H1_TARGET_ORIGIN && fwd_route_by_host(c) < 0)
+		return;
+	if (!c->is_connect && c->target.form != GW_H1_TARGET_ABSOLUTE &&
+	    !(c->lane >= 0 && c->target.form == GW_H1_TARGET_ORIGIN)) {
 		fwd_refuse(c, 400, GW_R_BAD_REQUEST,
 			   "not a proxy request: use an absolute URL (http://host/path) or CONNECT");
 		return;
@@ -1362,7 +1444,7 @@ fwd_timeout(struct gw_loop *l, struct gw_timer *t)
 }
 
 void
-gw_fwd_accept(struct gw_worker *w, int fd)
+gw_fwd_accept(struct gw_worker *w, int fd, int lane)
 {
 #define BUSY_BODY "sluice: too-many-connections: the gateway is full\n"
 	static const char busy[] =
@@ -1393,6 +1475,7 @@ gw_fwd_accept(struct gw_worker *w, int fd)
 	c->cfd = fd;
 	c->ufd = -1;
 	c->client_idx = -1;
+	c->lane = lane;
 	c->state = FWD_HEAD;
 	gw_dial_init(&c->dial);
 	getpeername(fd, (struct sockaddr *)&c->peer, &sl);

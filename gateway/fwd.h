@@ -14,8 +14,11 @@
 
 #include "worker-t.h"
 
-/* Takes a newly accepted, non-blocking client socket. Never fails: when the
+/* Takes a newly accepted, non-blocking client socket from a host door
+ * (lane -1: static clients) or from a lane's door (lane >= 0: sandboxes
+ * by source address; origin-form requests, which transparent
+ * redirection brings, are routed by Host). Never fails: when the
  * connection cannot be served it is answered (503) and closed. */
-void gw_fwd_accept(struct gw_worker *w, int fd);
+void gw_fwd_accept(struct gw_worker *w, int fd, int lane);
 
 #endif

@@ -10,6 +10,8 @@
 
 #include "access.h"
 #include "conf.h"
+#include "control.h"
+#include "fleet.h"
 #include "log.h"
 #include "loop.h"
 #include "snap.h"
@@ -28,6 +30,8 @@ struct gw_daemon {
 	unsigned reloads;
 	struct gw_worker *workers;
 	unsigned nworkers;
+	struct gw_fleet *fleet;         /* the fleet namespace and its lanes */
+	struct gw_control *control;     /* daemon.control_socket */
 };
 
 static void
@@ -113,6 +117,23 @@ apply(struct conf *c)
 	return 0;
 }
 
+static bool
+lanes_same(const struct conf *a, const struct conf *b)
+{
+	if (a->nlanes != b->nlanes)
+		return false;
+	for (size_t i = 0; i < a->nlanes; i++) {
+		const struct conf_lane *x = &a->lanes[i], *y = &b->lanes[i];
+
+		if (strcmp(x->name, y->name) != 0 || x->subnet.prefix != y->subnet.prefix ||
+		    memcmp(x->subnet.addr, y->subnet.addr, 4) != 0 ||
+		    x->door_forward != y->door_forward || x->door_socks != y->door_socks ||
+		    x->door_intercept != y->door_intercept || x->transparent != y->transparent)
+			return false;
+	}
+	return true;
+}
+
 /* What a reload cannot change without a restart, said once. */
 static void
 warn_restart_only(const struct conf *old, const struct conf *c)
@@ -127,6 +148,14 @@ warn_restart_only(const struct conf *old, const struct conf *c)
 	if (a->set != b->set || a->port != b->port ||
 	    (a->set && memcmp(&a->addr, &b->addr, a->addrlen) != 0))
 		gw_log_warnx("gateway.listen.socks changes on restart only");
+	if (!lanes_same(old, c))
+		gw_log_warnx("lanes change on restart only");
+	if (strcmp(old->daemon.fleet_netns, c->daemon.fleet_netns) != 0)
+		gw_log_warnx("daemon.fleet_netns changes on restart only");
+	if ((old->daemon.control_socket == NULL) != (c->daemon.control_socket == NULL) ||
+	    (c->daemon.control_socket &&
+	     strcmp(old->daemon.control_socket, c->daemon.control_socket) != 0))
+		gw_log_warnx("daemon.control_socket changes on restart only");
 	if (old->gateway.workers != c->gateway.workers)
 		gw_log_warnx("gateway.workers changes on restart only");
 	if (old->gateway.ndns_servers != c->gateway.ndns_servers ||
@@ -189,6 +218,7 @@ main(int argc, char **argv)
 	};
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
 	struct gw_daemon dm = { 0 };
+	struct conf *fleet_conf = NULL;
 	bool check = false;
 	int ch, rc;
 
@@ -248,16 +278,35 @@ main(int argc, char **argv)
 		goto out;
 	}
 	{
-		char err[256];
+		char err[512];
 
+		/* The fleet first: the lane doors listen inside it. The
+		 * fleet keeps the configuration it started with (lanes
+		 * change on restart only). */
+		dm.fleet = gw_fleet_open(dm.conf, err, sizeof(err));
+		if (!dm.fleet) {
+			gw_log_errx("%s", err);
+			rc = -EINVAL;
+			goto out;
+		}
 		dm.nworkers = dm.conf->gateway.workers ? dm.conf->gateway.workers : gw_workers_auto();
-		dm.workers = gw_workers_start(dm.conf, dm.nworkers, err, sizeof(err));
+		dm.workers = gw_workers_start(dm.conf, dm.fleet, dm.nworkers, err, sizeof(err));
 		if (!dm.workers) {
 			gw_log_errx("%s", err);
 			rc = -EINVAL;
 			goto out;
 		}
+		if (dm.conf->daemon.control_socket) {
+			dm.control = gw_control_open(dm.loop, dm.conf->daemon.control_socket,
+						     dm.fleet, err, sizeof(err));
+			if (!dm.control) {
+				gw_log_errx("%s", err);
+				rc = -EINVAL;
+				goto out;
+			}
+		}
 	}
+	fleet_conf = conf_ref(dm.conf);
 	if (dm.conf->gateway.listen_forward.set)
 		gw_log_info("forward door on %s:%u", dm.conf->gateway.listen_forward.host,
 			    dm.conf->gateway.listen_forward.port);
@@ -274,7 +323,12 @@ main(int argc, char **argv)
 		gw_log_info("stopped");
 	}
 out:
+	gw_control_close(dm.control);
 	gw_workers_stop(dm.workers, dm.nworkers);
+	/* Sandboxes outlive the daemon: their links and rules stay unless
+	 * the operator asked for a teardown on a clean exit. */
+	gw_fleet_close(dm.fleet, rc >= 0 && dm.conf->daemon.fleet_teardown);
+	conf_unref(fleet_conf);
 	gw_snap_publish(NULL);
 	gw_loop_free(dm.loop);
 	conf_unref(dm.conf);

@@ -22,6 +22,15 @@
 	X(AUTH_REQUIRED, "auth-required")       /* 407 */                     \
 	X(AUTH_FAILED, "auth-failed")                                         \
 	X(UNKNOWN_CLIENT, "unknown-client")                                   \
+	X(NOT_A_SANDBOX, "not-a-sandbox")       /* lane door: no such source */\
+	X(SANDBOX_LOCKED, "sandbox-locked")     /* lane door: not unlocked */ \
+	X(TLS_NOT_TLS, "tls-not-tls")           /* TLS door: not a handshake */\
+	X(TLS_NOT_CLIENT_HELLO, "tls-not-client-hello")                      \
+	X(TLS_NO_SNI, "tls-no-sni")             /* no server_name */          \
+	X(TLS_BAD_SNI, "tls-bad-sni")           /* IP literal, bad name */    \
+	X(TLS_FRAGMENTED, "tls-fragmented")     /* hello over two records */  \
+	X(TLS_TOO_BIG, "tls-too-big")           /* first record too large */  \
+	X(TLS_MALFORMED, "tls-malformed")       /* bad lengths in the hello */\
 	X(DNS_FAILED, "dns-failed")                                           \
 	X(DNS_NXDOMAIN, "dns-nxdomain")                                       \
 	X(DNS_TIMEOUT, "dns-timeout")                                         \

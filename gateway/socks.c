@@ -29,6 +29,7 @@
 #include "dial.h"
 #include "log.h"
 #include "loop.h"
+#include "lanes.h"
 #include "policy.h"
 #include "reason.h"
 #include "snap.h"
@@ -80,6 +81,9 @@ struct gw_socks_conn {
 	struct sockaddr_storage peer;
 	int source_client;      /* matched by source address, or -1 */
 	int client_idx;
+	int lane;               /* -1: a host door */
+	int lane_rc;            /* lane doors: gw_lane_who()'s answer */
+	struct gw_who who;      /* lane doors: the sandbox */
 	const struct gw_policy *policy;
 
 	uint8_t out[32];        /* a reply being written */
@@ -125,7 +129,9 @@ socks_log(struct gw_socks_conn *c)
 	const struct conf_gateway *g = gwconf(c);
 	struct gw_access a = {
 		.door = "socks",
-		.client = c->client_idx >= 0 ? g->clients[c->client_idx].name : NULL,
+		.client = c->client_idx >= 0 ? g->clients[c->client_idx].name
+			  : c->who.name[0]  ? c->who.name
+					    : NULL,
 		.src = c->src,
 		.policy = c->policy ? gw_policy_name(c->policy) : NULL,
 		.method = "CONNECT",
@@ -151,6 +157,7 @@ socks_free(void *arg)
 {
 	struct gw_socks_conn *c = arg;
 
+	gw_who_clear(&c->who);
 	gw_snap_unref(c->snap);
 	free(c);
 }
@@ -398,7 +405,25 @@ socks_handshake(struct gw_socks_conn *c)
 			socks_close(c, GW_R_BAD_REQUEST);
 			return false;
 		}
-		m = gw_socks5_choose_method(g, c->source_client >= 0, gw_ident_has_users(c->snap));
+		if (c->lane >= 0) {
+			/* A lane door: the source address is the identity;
+			 * there is nothing to authenticate. */
+			m = c->lane_rc == 0 ? gw_socks5_choose_method(g, true, false)
+					    : GW_SOCKS5_METHOD_NONE;
+			if (c->lane_rc < 0) {
+				gw_socks5_method_reply(reply, m);
+				c->reason = c->lane_rc == -EACCES ? GW_R_SANDBOX_LOCKED
+								  : GW_R_NOT_A_SANDBOX;
+				gw_log_info("socks %s: refused: %s%s%s", c->src,
+					    gw_reason_name(c->reason), c->who.name[0] ? " " : "",
+					    c->who.name);
+				socks_say(c, reply, 2, true);
+				return true;
+			}
+		} else {
+			m = gw_socks5_choose_method(g, c->source_client >= 0,
+						    gw_ident_has_users(c->snap));
+		}
 		gw_socks5_method_reply(reply, m);
 		if (m == GW_SOCKS5_METHOD_NONE) {
 			c->reason = c->source_client < 0 ? GW_R_AUTH_REQUIRED : GW_R_UNSUPPORTED;
@@ -407,7 +432,10 @@ socks_handshake(struct gw_socks_conn *c)
 			return true;
 		}
 		socks_say(c, reply, 2, false);
-		if (m == GW_SOCKS5_METHOD_NOAUTH) {
+		if (m == GW_SOCKS5_METHOD_NOAUTH && c->lane >= 0) {
+			c->policy = c->who.policy;
+			socks_set_state(c, SOCKS_REQUEST);
+		} else if (m == GW_SOCKS5_METHOD_NOAUTH) {
 			c->client_idx = c->source_client;
 			c->policy = c->snap->client_policy[c->client_idx];
 			socks_set_state(c, SOCKS_REQUEST);
@@ -560,19 +588,24 @@ socks_timeout(struct gw_loop *l, struct gw_timer *t)
 }
 
 void
-gw_socks_accept(struct gw_worker *w, int fd)
+gw_socks_accept(struct gw_worker *w, int fd, int lane)
 {
 	struct gw_snap *s = gw_snap_current();
 	struct gw_socks_conn *c;
 	socklen_t sl = sizeof(struct sockaddr_storage);
 	int one = 1;
 
-	if (!s || !gw_conn_take(s->conf->gateway.max_connections) ||
-	    !(c = calloc(1, sizeof(*c)))) {
+	if (!s || !gw_conn_take(s->conf->gateway.max_connections)) {
 		/* RFC 1928 has no "busy" before the greeting: close. */
 		if (s)
 			gw_log_warnx("socks door: refusing a connection: %s",
 				     gw_reason_name(GW_R_TOO_MANY_CONNECTIONS));
+		close(fd);
+		gw_snap_unref(s);
+		return;
+	}
+	if (!(c = calloc(1, sizeof(*c)))) {
+		gw_conn_release();
 		close(fd);
 		gw_snap_unref(s);
 		return;
@@ -587,7 +620,13 @@ gw_socks_accept(struct gw_worker *w, int fd)
 	gw_socks5_parser_init(&c->parser);
 	getpeername(fd, (struct sockaddr *)&c->peer, &sl);
 	gw_addr_format((struct sockaddr *)&c->peer, c->src, sizeof(c->src));
-	c->source_client = gw_ident_by_source(s, (struct sockaddr *)&c->peer);
+	c->lane = lane;
+	if (lane >= 0) {
+		c->source_client = -1;
+		c->lane_rc = gw_lane_who(lane, (struct sockaddr *)&c->peer, &c->who);
+	} else {
+		c->source_client = gw_ident_by_source(s, (struct sockaddr *)&c->peer);
+	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	gw_timer_init(&c->timer, socks_timeout, c);
 	gw_worker_conn_join(w, &c->node, socks_shutdown);

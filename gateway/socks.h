@@ -4,7 +4,8 @@
 
 #include "worker-t.h"
 
-/* Takes a newly accepted, non-blocking client socket on worker w. */
-void gw_socks_accept(struct gw_worker *w, int fd);
+/* Takes a newly accepted, non-blocking client socket on worker w, from a
+ * host door (lane -1) or a lane's door (the sandbox by source address). */
+void gw_socks_accept(struct gw_worker *w, int fd, int lane);
 
 #endif

@@ -17,6 +17,25 @@ struct gw_conn_node {
 	void (*shutdown)(struct gw_conn_node *n);
 };
 
+/* The doors. A host door (gateway.listen) serves static clients; a lane
+ * door listens in the fleet namespace on a lane's gateway address and
+ * serves that lane's sandboxes, known by source address. */
+enum gw_door_kind {
+	GW_DOOR_FORWARD = 0,
+	GW_DOOR_SOCKS,
+	GW_DOOR_TLS,                    /* SNI-routed TLS (transparent 443) */
+};
+
+struct gw_worker;
+
+struct gw_listener {
+	struct gw_worker *w;
+	struct gw_io io;
+	int fd;
+	enum gw_door_kind kind;
+	int lane;                       /* -1: a host door; else a lane index */
+};
+
 /* A worker owns one event loop, one resolver and its own listening socket
  * on every door (SO_REUSEPORT spreads connections), so that nothing on a
  * connection's path is shared between threads but the immutable
@@ -26,10 +45,8 @@ struct gw_worker {
 	pthread_t thread;
 	struct gw_loop *loop;
 	struct gw_dns *dns;
-	int forward_fd;                 /* -1: no forward door */
-	struct gw_io forward_io;
-	int socks_fd;                   /* -1: no SOCKS door */
-	struct gw_io socks_io;
+	struct gw_listener *ls;         /* every door this worker accepts on */
+	size_t nls;
 	int stop_fd;                    /* an eventfd: stop the loop */
 	struct gw_io stop_io;
 	struct gw_conn_node *conns;     /* every live connection, any door */

@@ -1,4 +1,5 @@
 /* worker.c: worker threads, each with its own loop and listeners. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,10 +12,12 @@
 
 #include "addr.h"
 #include "dns.h"
+#include "fleet.h"
 #include "fwd.h"
 #include "log.h"
 #include "loop.h"
 #include "socks.h"
+#include "tls.h"
 #include "worker.h"
 
 static uint64_t conns_live;
@@ -74,24 +77,38 @@ gw_workers_auto(void)
 	return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 }
 
+static const char *const door_names[] = {
+	[GW_DOOR_FORWARD] = "forward",
+	[GW_DOOR_SOCKS] = "socks",
+	[GW_DOOR_TLS] = "tls",
+};
+
+/* A listening socket on sa, made in the fleet namespace when there is a
+ * fleet (a lane door) or here (a host door). */
 static int
-listen_on(const struct conf_hostport *hp, char *err, size_t errsz)
+listen_on(struct gw_fleet *fleet, const struct sockaddr *sa, socklen_t salen, const char *what,
+	  char *err, size_t errsz)
 {
 	int fd, one = 1;
 
-	fd = socket(hp->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	if (fleet)
+		fd = gw_fleet_socket(fleet, sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	else
+		fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		errno = fleet ? -fd : errno;
 		goto fail;
+	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0)
 		goto fail;
-	if (bind(fd, (const struct sockaddr *)&hp->addr, hp->addrlen) < 0)
+	if (bind(fd, sa, salen) < 0)
 		goto fail;
 	if (listen(fd, 4096) < 0)
 		goto fail;
 	return fd;
 fail:
-	snprintf(err, errsz, "cannot listen on %s:%u: %s", hp->host, hp->port, strerror(errno));
+	snprintf(err, errsz, "cannot listen on %s: %s", what, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	return -1;
@@ -100,8 +117,8 @@ fail:
 static void
 on_accept(struct gw_loop *l, struct gw_io *io, uint32_t events)
 {
-	struct gw_worker *w = io->arg;
-	bool socks = io == &w->socks_io;
+	struct gw_listener *ls = io->arg;
+	struct gw_worker *w = ls->w;
 
 	(void)l;
 	(void)events;
@@ -111,15 +128,93 @@ on_accept(struct gw_loop *l, struct gw_io *io, uint32_t events)
 
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
-				gw_log_warn("%s door: cannot accept", socks ? "socks" : "forward");
+				gw_log_warn("%s door: cannot accept", door_names[ls->kind]);
 			break;
 		}
 		w->accepted++;
-		if (socks)
-			gw_socks_accept(w, fd);
-		else
-			gw_fwd_accept(w, fd);
+		switch (ls->kind) {
+		case GW_DOOR_FORWARD:
+			gw_fwd_accept(w, fd, ls->lane);
+			break;
+		case GW_DOOR_SOCKS:
+			gw_socks_accept(w, fd, ls->lane);
+			break;
+		case GW_DOOR_TLS:
+			gw_tls_accept(w, fd, ls->lane);
+			break;
+		}
 	}
+}
+
+/* Adds one listener to w. */
+static int
+add_listener(struct gw_worker *w, struct gw_fleet *fleet, enum gw_door_kind kind, int lane,
+	     const struct sockaddr *sa, socklen_t salen, const char *what, char *err, size_t errsz)
+{
+	struct gw_listener *ls = &w->ls[w->nls];
+
+	ls->w = w;
+	ls->kind = kind;
+	ls->lane = lane;
+	ls->fd = listen_on(fleet, sa, salen, what, err, errsz);
+	if (ls->fd < 0)
+		return -1;
+	w->nls++;
+	if (gw_io_add(w->loop, &ls->io, ls->fd, EPOLLIN, on_accept, ls) < 0) {
+		snprintf(err, errsz, "epoll: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The host doors, then every egress lane's doors on its gateway address. */
+static int
+add_listeners(struct gw_worker *w, const struct conf *c, struct gw_fleet *fleet, char *err,
+	      size_t errsz)
+{
+	const struct conf_hostport *hp[2] = { &c->gateway.listen_forward, &c->gateway.listen_socks };
+
+	w->ls = calloc(2 + 3 * c->nlanes, sizeof(*w->ls));
+	if (!w->ls) {
+		snprintf(err, errsz, "out of memory");
+		return -1;
+	}
+	for (int k = 0; k < 2; k++) {
+		char what[300];
+
+		if (!hp[k]->set)
+			continue;
+		snprintf(what, sizeof(what), "%s:%u", hp[k]->host, hp[k]->port);
+		if (add_listener(w, NULL, k ? GW_DOOR_SOCKS : GW_DOOR_FORWARD, -1,
+				 (const struct sockaddr *)&hp[k]->addr, hp[k]->addrlen, what, err,
+				 errsz) < 0)
+			return -1;
+	}
+	for (size_t i = 0; fleet && i < c->nlanes; i++) {
+		const struct conf_lane *l = &c->lanes[i];
+		const uint16_t ports[3] = { l->door_forward, l->door_socks, l->door_intercept };
+		const enum gw_door_kind kinds[3] = { GW_DOOR_FORWARD, GW_DOOR_SOCKS, GW_DOOR_TLS };
+		struct sockaddr_in sin = { .sin_family = AF_INET };
+
+		if (!l->egress)
+			continue;
+		memcpy(&sin.sin_addr, l->subnet.addr, 4);
+		sin.sin_addr.s_addr = htonl(ntohl(sin.sin_addr.s_addr) + 1);
+		for (int k = 0; k < 3; k++) {
+			char what[160], a[INET_ADDRSTRLEN];
+
+			if (!ports[k])
+				continue;
+			sin.sin_port = htons(ports[k]);
+			inet_ntop(AF_INET, &sin.sin_addr, a, sizeof(a));
+			snprintf(what, sizeof(what), "lane %s %s door %s:%u", l->name,
+				 door_names[kinds[k]], a, ports[k]);
+			if (add_listener(w, fleet, kinds[k], (int)i, (struct sockaddr *)&sin,
+					 sizeof(sin), what, err, errsz) < 0)
+				return -1;
+		}
+	}
+	return 0;
 }
 
 static void
@@ -150,14 +245,11 @@ worker_main(void *arg)
 static void
 worker_fini(struct gw_worker *w)
 {
-	if (w->forward_fd >= 0) {
-		gw_io_del(w->loop, &w->forward_io);
-		close(w->forward_fd);
+	for (size_t i = 0; i < w->nls; i++) {
+		gw_io_del(w->loop, &w->ls[i].io);
+		close(w->ls[i].fd);
 	}
-	if (w->socks_fd >= 0) {
-		gw_io_del(w->loop, &w->socks_io);
-		close(w->socks_fd);
-	}
+	free(w->ls);
 	if (w->stop_fd >= 0)
 		close(w->stop_fd);
 	gw_dns_free(w->dns);
@@ -165,13 +257,14 @@ worker_fini(struct gw_worker *w)
 }
 
 static int
-worker_init(struct gw_worker *w, unsigned id, const struct conf *c, char *err, size_t errsz)
+worker_init(struct gw_worker *w, unsigned id, const struct conf *c, struct gw_fleet *fleet,
+	    char *err, size_t errsz)
 {
 	char derr[256];
 
 	memset(w, 0, sizeof(*w));
 	w->id = id;
-	w->forward_fd = w->socks_fd = w->stop_fd = -1;
+	w->stop_fd = -1;
 	w->use_splice = !getenv("SLUICE_NO_SPLICE");
 	w->loop = gw_loop_new();
 	if (!w->loop) {
@@ -188,24 +281,8 @@ worker_init(struct gw_worker *w, unsigned id, const struct conf *c, char *err, s
 		snprintf(err, errsz, "eventfd: %s", strerror(errno));
 		goto fail;
 	}
-	if (c->gateway.listen_forward.set) {
-		w->forward_fd = listen_on(&c->gateway.listen_forward, err, errsz);
-		if (w->forward_fd < 0)
-			goto fail;
-		if (gw_io_add(w->loop, &w->forward_io, w->forward_fd, EPOLLIN, on_accept, w) < 0) {
-			snprintf(err, errsz, "epoll: %s", strerror(errno));
-			goto fail;
-		}
-	}
-	if (c->gateway.listen_socks.set) {
-		w->socks_fd = listen_on(&c->gateway.listen_socks, err, errsz);
-		if (w->socks_fd < 0)
-			goto fail;
-		if (gw_io_add(w->loop, &w->socks_io, w->socks_fd, EPOLLIN, on_accept, w) < 0) {
-			snprintf(err, errsz, "epoll: %s", strerror(errno));
-			goto fail;
-		}
-	}
+	if (add_listeners(w, c, fleet, err, errsz) < 0)
+		goto fail;
 	return 0;
 fail:
 	worker_fini(w);
@@ -228,7 +305,8 @@ workers_teardown(struct gw_worker *ws, unsigned n, unsigned started)
 }
 
 struct gw_worker *
-gw_workers_start(const struct conf *c, unsigned n, char *err, size_t errsz)
+gw_workers_start(const struct conf *c, struct gw_fleet *fleet, unsigned n, char *err,
+		 size_t errsz)
 {
 	struct gw_worker *ws = calloc(n, sizeof(*ws));
 	sigset_t all, old;
@@ -239,7 +317,7 @@ gw_workers_start(const struct conf *c, unsigned n, char *err, size_t errsz)
 		return NULL;
 	}
 	for (i = 0; i < n; i++) {
-		if (worker_init(&ws[i], i, c, err, errsz) < 0) {
+		if (worker_init(&ws[i], i, c, fleet, err, errsz) < 0) {
 			workers_teardown(ws, i, 0);
 			return NULL;
 		}

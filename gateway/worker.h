@@ -9,11 +9,16 @@
 #include "conf-t.h"
 #include "worker-t.h"
 
+struct gw_fleet;
+
 /* Starts n workers (n >= 1) for the configuration c: each makes its loop,
  * its resolver and its listening sockets (SO_REUSEPORT) before this
  * returns, so that a bad address fails the start, not a later thread.
- * Returns the array, or NULL with one line in err. */
-struct gw_worker *gw_workers_start(const struct conf *c, unsigned n, char *err, size_t errsz);
+ * With a fleet, each egress lane's doors listen in the fleet namespace on
+ * the lane's gateway address. Returns the array, or NULL with one line in
+ * err. */
+struct gw_worker *gw_workers_start(const struct conf *c, struct gw_fleet *fleet, unsigned n,
+				   char *err, size_t errsz);
 
 /* Stops every worker (each closes its connections) and joins them. */
 void gw_workers_stop(struct gw_worker *w, unsigned n);

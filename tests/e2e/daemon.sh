@@ -26,9 +26,20 @@ check "--check names every error by line and column" \
 	bash -c "grep -q '^$E2E_TMP/bad.yaml:2:17: daemon.log.level: ' <<<\"\$0\" &&
 		 grep -q '^$E2E_TMP/bad.yaml:4:22: gateway.listen.forward: port 99999 is out of range 1..65535' <<<\"\$0\"" "$out"
 
+# The default configuration names the fleet namespace "sluice" and the
+# control socket /run/sluice/control.sock. The daemon runs in the test's
+# network namespace and in a mount namespace of its own whose /run is a
+# private tmpfs: what it makes there (the fleet namespace's name, the
+# socket) is gone with it, and nothing of the host's /run is touched.
+# (exec: run as `private ... &`, $! is the daemon itself.)
+private() {
+	exec nsenter --net="/run/netns/$ns" unshare -m --propagation private \
+		sh -c 'mount -t tmpfs sl-e2e-run /run && exec "$@"' sh "$@"
+}
+
 # The running daemon, on a copy of the default that the test can rewrite.
 cp "$SL_SRC/conf/sluice.yaml" "$E2E_TMP/sluice.yaml"
-ip netns exec "$ns" "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>"$E2E_TMP/log" &
+private "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>"$E2E_TMP/log" &
 pid=$!
 track "$pid"
 check "the daemon starts" wait_for "$E2E_TMP/log" "sluiced [0-9.]+ started"
@@ -68,7 +79,7 @@ for l in lines:
 ' "$E2E_TMP/log"
 
 # SIGINT too, with the compiled-in default configuration.
-ip netns exec "$ns" "$SLUICED" 2>"$E2E_TMP/log2" &
+private "$SLUICED" 2>"$E2E_TMP/log2" &
 pid=$!
 track "$pid"
 check "the daemon starts on the compiled-in default" wait_for "$E2E_TMP/log2" "configuration <default>"

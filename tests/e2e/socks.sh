@@ -23,6 +23,7 @@ write_conf() {
 daemon:
   data_dir: $E2E_TMP/data
   fleet_netns: $FLEET
+  control_socket: off
   log: { level: info, format: text }
 api: { listen: off, socket: off }
 gateway:
