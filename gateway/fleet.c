@@ -242,7 +242,7 @@ id_ok(const char *id)
 }
 
 static void
-to_nft(const struct gw_fleet *f, const struct fent *e, struct fw_sbx *s)
+to_fw(const struct gw_fleet *f, const struct fent *e, struct fw_sbx *s)
 {
 	memset(s, 0, sizeof(*s));
 	memcpy(s->ifname, e->info.ifname, sizeof(s->ifname));
@@ -265,7 +265,7 @@ commit_op(struct gw_fleet *f, int (*build)(struct fw_batch *, const struct fw_sb
 		snprintf(err, errsz, "%s %s: out of memory", what, e->info.id);
 		return -ENOMEM;
 	}
-	to_nft(f, e, &s);
+	to_fw(f, e, &s);
 	rc = build(b, &s);
 	if (rc == 0)
 		rc = fw_commit(f->nft, b, nerr, sizeof(nerr));
@@ -608,12 +608,26 @@ netns_open(struct gw_fleet *f, bool *created, char *err, size_t errsz)
 	*created = false;
 	fd = open(f->path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET) {
+		struct stat st;
+
+		if (ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNET)
+			return fd;
+		/* An empty file with nothing mounted on it is the name of a
+		 * namespace that is gone (its mount lived in a mount
+		 * namespace that ended): make it afresh. Anything else is
+		 * not ours to replace. */
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != 0) {
 			snprintf(err, errsz, "%s exists but is not a network namespace", f->path);
 			close(fd);
 			return -EINVAL;
 		}
-		return fd;
+		close(fd);
+		gw_log_warnx("fleet: %s names no namespace any more: making a new one", f->path);
+		if (unlink(f->path) < 0) {
+			snprintf(err, errsz, "cannot remove the stale %s: %s", f->path, strerror(errno));
+			return -errno;
+		}
+		errno = ENOENT;
 	}
 	if (errno != ENOENT) {
 		snprintf(err, errsz, "cannot open %s: %s", f->path, strerror(errno));
@@ -784,6 +798,23 @@ fleet_lanes(struct gw_fleet *f, char *err, size_t errsz)
 	return 0;
 }
 
+struct seed {
+	struct fw_sbx *s;
+	size_t n;
+};
+
+/* Counters read from the table before it is replaced start the new one. */
+static int
+seed_one(void *arg, struct in_addr a, const struct fw_counters *c)
+{
+	struct seed *x = arg;
+
+	for (size_t i = 0; i < x->n; i++)
+		if (x->s[i].addr.s_addr == a.s_addr)
+			x->s[i].start = *c;
+	return 0;
+}
+
 /* The whole table from the registry, in one batch. */
 static int
 fleet_reconcile(struct gw_fleet *f, char *err, size_t errsz)
@@ -803,7 +834,12 @@ fleet_reconcile(struct gw_fleet *f, char *err, size_t errsz)
 		lanes[i] = f->lanes[i].nft;
 	for (struct fent *e = f->head; e; e = e->next)
 		if (e->info.linked)
-			to_nft(f, e, &s[n++]);
+			to_fw(f, e, &s[n++]);
+	if (n) {
+		struct seed x = { s, n };
+
+		fw_counters_dump(f->nft, seed_one, &x);
+	}
 	rc = fw_build_reconcile(b, lanes, f->nlanes, s, n);
 	if (rc == 0)
 		rc = fw_commit(f->nft, b, nerr, sizeof(nerr));

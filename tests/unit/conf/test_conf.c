@@ -24,6 +24,12 @@ struct bad_case {
 /* Each case yields exactly one error. Environment while they run:
  * SL_SET=x, SL_EMPTY="", SL_NOT_SET_ANYWHERE unset. */
 static const struct bad_case bad_cases[] = {
+	{ "control-socket-relative",
+	  "daemon: { control_socket: run/control.sock }\n",
+	  "t.yaml:1:27: daemon.control_socket: must be an absolute path shorter than 108 bytes, or off" },
+	{ "fleet-teardown-not-bool",
+	  "daemon: { fleet_teardown: maybe }\n",
+	  "t.yaml:1:27: daemon.fleet_teardown: expected true or false, got 'maybe'" },
 	{ "tab",
 	  "daemon:\n"
 	  "\tdata_dir: /x\n",
@@ -386,6 +392,8 @@ test_default_config(void **state)
 
 	assert_string_equal(c->daemon.data_dir, "/var/lib/sluice");
 	assert_string_equal(c->daemon.fleet_netns, "sluice");
+	assert_false(c->daemon.fleet_teardown);
+	assert_string_equal(c->daemon.control_socket, "/run/sluice/control.sock");
 	assert_int_equal(c->daemon.log_level, CONF_LOG_INFO);
 	assert_int_equal(c->daemon.log_format, CONF_LOG_TEXT);
 
