@@ -224,6 +224,33 @@ find_id(const struct gw_fleet *f, const char *id)
 	return NULL;
 }
 
+/* The attached sandbox `id`, or NULL with "<op> <id>: not attached". */
+static struct fent *
+find_attached(const struct gw_fleet *f, const char *id, const char *op, char *err, size_t errsz)
+{
+	struct fent *e = id ? find_id(f, id) : NULL;
+
+	if (!e)
+		snprintf(err, errsz, "%s %s: not attached", op, id ? id : "(null)");
+	return e;
+}
+
+/* Takes a linked entry out of the address hash; the caller holds the
+ * write lock. */
+static void
+unhash(struct fent *e)
+{
+	struct fent **pp;
+
+	if (!e->info.linked)
+		return;
+	pp = &reg_hash[addr_hash(e->info.addr)];
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+}
+
 static bool
 id_ok(const char *id)
 {
@@ -354,14 +381,12 @@ int
 gw_fleet_unlock(struct gw_fleet *f, const char *id, struct gw_policy *layer, char *err,
 		size_t errsz)
 {
-	struct fent *e = id ? find_id(f, id) : NULL;
+	struct fent *e = find_attached(f, id, "unlock", err, errsz);
 	struct gw_policy *old;
 	int rc;
 
-	if (!e) {
-		snprintf(err, errsz, "unlock %s: not attached", id ? id : "(null)");
+	if (!e)
 		return -ENOENT;
-	}
 	if (!layer) {
 		snprintf(err, errsz, "unlock %s: no policy layer", id);
 		return -EINVAL;
@@ -398,13 +423,11 @@ mark_locked(struct fent *e)
 int
 gw_fleet_lock(struct gw_fleet *f, const char *id, char *err, size_t errsz)
 {
-	struct fent *e = id ? find_id(f, id) : NULL;
+	struct fent *e = find_attached(f, id, "lock", err, errsz);
 	int rc;
 
-	if (!e) {
-		snprintf(err, errsz, "lock %s: not attached", id ? id : "(null)");
+	if (!e)
 		return -ENOENT;
-	}
 	if (e->info.linked && (rc = commit_op(f, fw_build_lock, e, "lock", err, errsz)) < 0)
 		return rc;
 	mark_locked(e);
@@ -414,25 +437,16 @@ gw_fleet_lock(struct gw_fleet *f, const char *id, char *err, size_t errsz)
 int
 gw_fleet_detach(struct gw_fleet *f, const char *id, char *err, size_t errsz)
 {
-	struct fent *e = id ? find_id(f, id) : NULL;
+	struct fent *e = find_attached(f, id, "detach", err, errsz);
 	int rc;
 
-	if (!e) {
-		snprintf(err, errsz, "detach %s: not attached", id ? id : "(null)");
+	if (!e)
 		return -ENOENT;
-	}
 	if (e->info.linked && (rc = commit_op(f, fw_build_detach, e, "detach", err, errsz)) < 0)
 		return rc;
 	mark_locked(e);
 	pthread_rwlock_wrlock(&reg_lock);
-	if (e->info.linked) {
-		struct fent **pp = &reg_hash[addr_hash(e->info.addr)];
-
-		while (*pp && *pp != e)
-			pp = &(*pp)->hnext;
-		if (*pp)
-			*pp = e->hnext;
-	}
+	unhash(e);
 	if (e->prev)
 		e->prev->next = e->next;
 	else
@@ -912,14 +926,7 @@ gw_fleet_close(struct gw_fleet *f, bool teardown)
 
 		f->head = e->next;
 		pthread_rwlock_wrlock(&reg_lock);
-		if (e->info.linked) {
-			struct fent **pp = &reg_hash[addr_hash(e->info.addr)];
-
-			while (*pp && *pp != e)
-				pp = &(*pp)->hnext;
-			if (*pp)
-				*pp = e->hnext;
-		}
+		unhash(e);
 		pthread_rwlock_unlock(&reg_lock);
 		gw_policy_unref(e->layer);
 		free(e);
