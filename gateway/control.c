@@ -2,8 +2,9 @@
  *
  * Requests are answered in order, synchronously on the main loop: each is
  * a registry change plus one nftables batch, well under a millisecond.
- * Replies are small and written with one send; a client that does not
- * read them is dropped rather than buffered for. */
+ * A reply the socket does not take at once (a long list) is finished on
+ * EPOLLOUT, and no further request of that connection is read until it
+ * is. */
 #include <errno.h>
 #include <stdarg.h>
 #include <jansson.h>
@@ -35,6 +36,8 @@ struct ctl_conn {
 	struct gw_defer free_d;
 	size_t len;
 	char buf[CTL_LINE_MAX + 1];
+	char *out;                      /* a reply not yet written whole */
+	size_t olen, ooff;
 };
 
 struct gw_control {
@@ -49,7 +52,10 @@ struct gw_control {
 static void
 conn_free_cb(void *arg)
 {
-	free(arg);
+	struct ctl_conn *c = arg;
+
+	free(c->out);
+	free(c);
 }
 
 static void
@@ -113,7 +119,7 @@ info_json(const struct gw_fleet_info *i, const struct conf *c)
 
 	inet_ntop(AF_INET, &i->addr, a, sizeof(a));
 	inet_ntop(AF_INET, &i->gateway, g, sizeof(g));
-	if (i->lane >= 0 && (size_t)i->lane < c->nlanes && strcmp(c->lanes[i->lane].name, i->lane_name) == 0)
+	if (i->lane >= 0 && (size_t)i->lane < c->nlanes)
 		n = gw_fleet_env(&c->lanes[i->lane], i->gateway, env, GW_FLEET_ENV_MAX);
 	for (size_t k = 0; k < n; k++)
 		json_array_append_new(e, json_string(env[k]));
@@ -135,15 +141,6 @@ info_json(const struct gw_fleet_info *i, const struct conf *c)
 		json_object_set_new(o, "layer_version", json_string(i->version));
 	}
 	return o;
-}
-
-static int
-lane_index(const struct conf *c, const char *name)
-{
-	for (size_t i = 0; i < c->nlanes; i++)
-		if (strcmp(c->lanes[i].name, name) == 0)
-			return (int)i;
-	return -1;
 }
 
 /* The layer a sandbox is unlocked with: the policy, narrowed by the
@@ -206,7 +203,7 @@ handle(struct gw_control *ctl, const struct conf *c, json_t *req)
 	if (!op)
 		return fail("bad_request", "a request is an object with a string \"op\"");
 	if (strcmp(op, "list") == 0) {
-		struct list_ctx x = { json_array(), c };
+		struct list_ctx x = { json_array(), gw_fleet_conf(ctl->fleet) };
 
 		gw_fleet_each(ctl->fleet, list_one, &x);
 		return json_pack("{s:b, s:o}", "ok", 1, "sandboxes", x.arr);
@@ -215,7 +212,7 @@ handle(struct gw_control *ctl, const struct conf *c, json_t *req)
 		return fail("bad_request", "\"%s\" needs a string \"id\"", op);
 	if (strcmp(op, "attach") == 0) {
 		const char *lane = json_string_value(json_object_get(req, "lane"));
-		int li = lane ? lane_index(c, lane) : -1;
+		int li = gw_fleet_lane(ctl->fleet, lane);
 
 		if (li < 0)
 			return fail("not_found", "no lane named '%s'", lane ? lane : "");
@@ -254,25 +251,52 @@ handle(struct gw_control *ctl, const struct conf *c, json_t *req)
 		if (gw_fleet_get(ctl->fleet, id, &info) < 0)
 			return fail("internal", "%s vanished", id);
 	}
-	return info_json(&info, c);
+	return info_json(&info, gw_fleet_conf(ctl->fleet));
+}
+
+/* Writes what is pending: 0 when all of it is out, 1 when the socket is
+ * full (the connection then waits for EPOLLOUT), -1 when it is closed. */
+static int
+flush(struct ctl_conn *c)
+{
+	while (c->ooff < c->olen) {
+		ssize_t n = send(c->fd, c->out + c->ooff, c->olen - c->ooff,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			gw_io_mod(c->ctl->loop, &c->io, EPOLLOUT);
+			return 1;
+		}
+		if (n <= 0) {
+			conn_close(c);
+			return -1;
+		}
+		c->ooff += (size_t)n;
+	}
+	free(c->out);
+	c->out = NULL;
+	c->olen = c->ooff = 0;
+	gw_io_mod(c->ctl->loop, &c->io, EPOLLIN);
+	return 0;
 }
 
 static void
 reply(struct ctl_conn *c, json_t *r)
 {
 	char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
-	bool ok = false;
 
-	if (s) {
-		size_t n = strlen(s);
-
-		s[n] = '\n';    /* json_dumps leaves room for the NUL we replace */
-		ok = send(c->fd, s, n + 1, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)(n + 1);
-		free(s);
-	}
 	json_decref(r);
-	if (!ok)
+	if (!s) {
 		conn_close(c);
+		return;
+	}
+	c->olen = strlen(s) + 1;
+	s[c->olen - 1] = '\n';  /* json_dumps leaves room for the NUL we replace */
+	c->out = s;
+	c->ooff = 0;
+	flush(c);
 }
 
 static void
@@ -293,25 +317,13 @@ on_line(struct ctl_conn *c, char *line)
 	reply(c, r);
 }
 
+/* Answers every whole line buffered, as long as replies go out at once. */
 static void
-on_conn(struct gw_loop *l, struct gw_io *io, uint32_t events)
+process(struct ctl_conn *c)
 {
-	struct ctl_conn *c = io->arg;
-	ssize_t n;
 	char *nl;
 
-	(void)l;
-	(void)events;
-	n = recv(c->fd, c->buf + c->len, CTL_LINE_MAX - c->len, MSG_DONTWAIT);
-	if (n <= 0) {
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		conn_close(c);
-		return;
-	}
-	c->len += (size_t)n;
-	c->buf[c->len] = 0;
-	while (c->fd >= 0 && (nl = memchr(c->buf, '\n', c->len))) {
+	while (c->fd >= 0 && !c->out && (nl = memchr(c->buf, '\n', c->len))) {
 		size_t used = (size_t)(nl - c->buf) + 1;
 
 		*nl = 0;
@@ -323,7 +335,34 @@ on_conn(struct gw_loop *l, struct gw_io *io, uint32_t events)
 		c->len -= used;
 		c->buf[c->len] = 0;
 	}
-	if (c->len >= CTL_LINE_MAX) {
+}
+
+static void
+on_conn(struct gw_loop *l, struct gw_io *io, uint32_t events)
+{
+	struct ctl_conn *c = io->arg;
+	ssize_t n;
+
+	(void)l;
+	if (c->out) {
+		if (flush(c) != 0)
+			return;
+		process(c);
+		return;
+	}
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	n = recv(c->fd, c->buf + c->len, CTL_LINE_MAX - c->len, MSG_DONTWAIT);
+	if (n <= 0) {
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		conn_close(c);
+		return;
+	}
+	c->len += (size_t)n;
+	c->buf[c->len] = 0;
+	process(c);
+	if (c->fd >= 0 && !c->out && c->len >= CTL_LINE_MAX) {
 		reply(c, fail("bad_request", "line longer than %d bytes", CTL_LINE_MAX));
 		conn_close(c);
 	}
@@ -436,6 +475,7 @@ gw_control_close(struct gw_control *ctl)
 		gw_io_del(ctl->loop, &c->io);
 		close(c->fd);
 		ctl->conns = c->next;
+		free(c->out);
 		free(c);
 	}
 	gw_io_del(ctl->loop, &ctl->io);

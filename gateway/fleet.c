@@ -304,6 +304,26 @@ commit_op(struct gw_fleet *f, int (*build)(struct fw_batch *, const struct fw_sb
 	return rc;
 }
 
+/* Allocates e's address and link name. An address whose link still
+ * exists in the fleet (a sandbox that outlived a daemon which did not
+ * hand it back) is skipped and stays taken: a new sandbox must never be
+ * given the name, and so the identity, of one still running. */
+static int
+take_address(struct gw_fleet *f, struct fleet_lane *fl, struct fent *e)
+{
+	for (;;) {
+		int rc = gw_addr_pool_take(&fl->pool, &e->info.addr);
+
+		if (rc < 0)
+			return rc;
+		fw_ifname(e->info.addr, e->info.ifname);
+		if (sbx_nl_ifindex(f->nl, e->info.ifname) < 0)
+			return 0;
+		gw_log_warnx("fleet: lane '%s': %s still has a link (%s) from before: not reusing it",
+			     fl->conf->name, inet_ntoa(e->info.addr), e->info.ifname);
+	}
+}
+
 int
 gw_fleet_attach(struct gw_fleet *f, const char *id, int lane, struct gw_fleet_info *out,
 		char *err, size_t errsz)
@@ -344,13 +364,12 @@ gw_fleet_attach(struct gw_fleet *f, const char *id, int lane, struct gw_fleet_in
 	e->info.gateway = gw_addr_pool_gateway(&fl->pool);
 	e->info.linked = fl->conf->egress;
 	if (e->info.linked) {
-		if ((rc = gw_addr_pool_take(&fl->pool, &e->info.addr)) < 0) {
+		if ((rc = take_address(f, fl, e)) < 0) {
 			snprintf(err, errsz, "attach %s: lane '%s' has no address left", id,
 				 fl->conf->name);
 			free(e);
 			return rc;
 		}
-		fw_ifname(e->info.addr, e->info.ifname);
 		if ((rc = commit_op(f, fw_build_attach, e, "attach", err, errsz)) < 0) {
 			gw_addr_pool_put(&fl->pool, e->info.addr);
 			free(e);
@@ -576,6 +595,21 @@ mksock_fn(void *arg)
 	int fd = socket(m->domain, m->type | SOCK_CLOEXEC, m->protocol);
 
 	return fd < 0 ? -errno : fd;
+}
+
+const struct conf *
+gw_fleet_conf(const struct gw_fleet *f)
+{
+	return f->conf;
+}
+
+int
+gw_fleet_lane(const struct gw_fleet *f, const char *name)
+{
+	for (size_t i = 0; name && i < f->nlanes; i++)
+		if (strcmp(f->lanes[i].conf->name, name) == 0)
+			return (int)i;
+	return -1;
 }
 
 int

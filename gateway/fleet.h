@@ -91,6 +91,11 @@ struct gw_fleet *gw_fleet_open(const struct conf *c, char *err, size_t errsz);
  * leaves everything in place for the next start. NULL is fine. */
 void gw_fleet_close(struct gw_fleet *f, bool teardown);
 
+/* The configuration the fleet started with (its lanes are the ones that
+ * count until a restart), and a lane's index in it by name, or -1. */
+const struct conf *gw_fleet_conf(const struct gw_fleet *f);
+int gw_fleet_lane(const struct gw_fleet *f, const char *name);
+
 /* The fleet namespace (an fd the fleet owns), and a socket made inside it
  * (fd or -errno). Safe from the thread that opened the fleet only. */
 int gw_fleet_nsfd(const struct gw_fleet *f);

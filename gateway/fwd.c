@@ -804,10 +804,10 @@ fwd_build_request(struct gw_fwd_conn *c)
 	if (tl < 0 || (size_t)tl >= sizeof(target))
 		return -ENOSPC;
 	if (c->target.port_explicit)
-		hl = snprintf(hostv, sizeof(hostv), c->target.host_ipv6 ? "[%s]:%u" : "%s:%u",
+		hl = snprintf(hostv, sizeof(hostv), strchr(c->host, ':') ? "[%s]:%u" : "%s:%u",
 			      c->host, c->port);
 	else
-		hl = snprintf(hostv, sizeof(hostv), c->target.host_ipv6 ? "[%s]" : "%s", c->host);
+		hl = snprintf(hostv, sizeof(hostv), strchr(c->host, ':') ? "[%s]" : "%s", c->host);
 	c->up.hbuf = malloc(cap);
 	if (!c->up.hbuf)
 		return -ENOMEM;

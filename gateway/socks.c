@@ -426,7 +426,8 @@ socks_handshake(struct gw_socks_conn *c)
 		}
 		gw_socks5_method_reply(reply, m);
 		if (m == GW_SOCKS5_METHOD_NONE) {
-			c->reason = c->source_client < 0 ? GW_R_AUTH_REQUIRED : GW_R_UNSUPPORTED;
+			c->reason = c->source_client < 0 && c->lane < 0 ? GW_R_AUTH_REQUIRED
+									  : GW_R_UNSUPPORTED;
 			gw_log_debug("socks %s: no acceptable method offered", c->src);
 			socks_say(c, reply, 2, true);
 			return true;

@@ -32,6 +32,8 @@
  *   chain forward { type filter hook forward priority filter (0); policy drop; }
  *   chain output { type filter hook output priority filter (0); policy accept;
  *     oifname "slv*" counter name ip daddr map @rx
+ *     oifname "slv*" ip daddr . ip saddr . tcp sport @doors accept
+ *     oifname "slv*" drop        (a lock cuts open connections both ways)
  *   }
  * }
  *
@@ -804,7 +806,8 @@ e_dnat(struct nftnl_rule *r, uint32_t reg_addr, uint32_t reg_port)
 #define R0       NFT_REG32_00
 #define IP_SADDR 12 /* offsets in the IPv4 header */
 #define IP_DADDR 16
-#define TH_DPORT 2 /* in the TCP header */
+#define TH_SPORT 0 /* in the TCP header */
+#define TH_DPORT 2
 
 /* iifname/oifname "slv*": the first three bytes of the name. */
 static int
@@ -921,6 +924,39 @@ r_input_doors(struct nftnl_rule *r, const void *arg)
 	if (!err)
 		err = e_lookup(r, R0, "doors", 0);
 	return err ? err : e_verdict(r, NF_ACCEPT);
+}
+
+/* oifname "slv*" ip daddr . ip saddr . tcp sport @doors accept: only a
+ * door's answers to an unlocked sandbox leave for its link. */
+static int
+r_output_doors(struct nftnl_rule *r, const void *arg)
+{
+	int err = m_slv(r, NFT_META_OIFNAME);
+
+	(void)arg;
+	if (!err)
+		err = m_nfproto(r, NFT_CMP_EQ);
+	if (!err)
+		err = m_tcp(r);
+	if (!err)
+		err = e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, IP_DADDR, 4, R0);
+	if (!err)
+		err = e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, IP_SADDR, 4, R0 + 1);
+	if (!err)
+		err = e_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, TH_SPORT, 2, R0 + 2);
+	if (!err)
+		err = e_lookup(r, R0, "doors", 0);
+	return err ? err : e_verdict(r, NF_ACCEPT);
+}
+
+/* oifname "slv*" drop */
+static int
+r_output_drop(struct nftnl_rule *r, const void *arg)
+{
+	int err = m_slv(r, NFT_META_OIFNAME);
+
+	(void)arg;
+	return err ? err : e_verdict(r, NF_DROP);
 }
 
 struct redirect {
@@ -1100,6 +1136,10 @@ put_skeleton(struct fw_batch *b, const struct world *w)
 		err = put_rule(b, "input", r_input_doors, NULL);
 	if (!err)
 		err = put_rule(b, "output", r_count, NULL);
+	if (!err)
+		err = put_rule(b, "output", r_output_doors, NULL);
+	if (!err)
+		err = put_rule(b, "output", r_output_drop, NULL);
 	return err;
 }
 

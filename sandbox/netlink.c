@@ -193,8 +193,8 @@ sbx_nl_link_del(int nl, const char *ifname)
 }
 
 /* The index of ifname in the namespace nl lives in, by RTM_GETLINK. */
-static int
-ifindex(int nl, const char *ifname)
+int
+sbx_nl_ifindex(int nl, const char *ifname)
 {
 	char buf[8192];
 	struct nlmsghdr *nlh = (void *)buf;
@@ -241,7 +241,7 @@ sbx_nl_addr_add(int nl, const char *ifname, const char *cidr)
 
 	if (fam < 0)
 		return fam;
-	if ((idx = ifindex(nl, ifname)) < 0)
+	if ((idx = sbx_nl_ifindex(nl, ifname)) < 0)
 		return idx;
 	nlh->nlmsg_type = RTM_NEWADDR;
 	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
@@ -273,7 +273,7 @@ sbx_nl_addr_add_p2p(int nl, const char *ifname, const char *local, const char *p
 		return -EINVAL;
 	if (fam != pfam)
 		return -EINVAL;
-	if ((idx = ifindex(nl, ifname)) < 0)
+	if ((idx = sbx_nl_ifindex(nl, ifname)) < 0)
 		return idx;
 	nlh->nlmsg_type = RTM_NEWADDR;
 	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
@@ -302,7 +302,7 @@ sbx_nl_route_default(int nl, const char *ifname, const char *gw)
 	snprintf(tmp, sizeof(tmp), "%s/0", gw);
 	if ((fam = sbx_parse_cidr(tmp, a, &pfx)) < 0)
 		return fam;
-	if ((idx = ifindex(nl, ifname)) < 0)
+	if ((idx = sbx_nl_ifindex(nl, ifname)) < 0)
 		return idx;
 	nlh->nlmsg_type = RTM_NEWROUTE;
 	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;

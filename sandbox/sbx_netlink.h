@@ -15,6 +15,8 @@ int sbx_nl_link_up(int nl, const char *ifname, uint32_t mtu);
  * down (a peer created up fails with ENOTCONN). */
 int sbx_nl_veth_add(int nl, const char *name, const char *peer, int peer_nsfd);
 int sbx_nl_link_del(int nl, const char *ifname);
+/* The index of ifname in nl's namespace, or -ENODEV. */
+int sbx_nl_ifindex(int nl, const char *ifname);
 /* "10.88.1.7/24" or "fd00::7/64" on ifname. */
 int sbx_nl_addr_add(int nl, const char *ifname, const char *cidr);
 int sbx_nl_route_default(int nl, const char *ifname, const char *gw);

@@ -320,15 +320,51 @@ ctl '{"op":"get","id":"a"}'
 check "a's counters moved ($(jget tx_packets) tx, $(jget rx_bytes) rx bytes)" \
 	test "$(jget tx_packets)" -gt 10 -a "$(jget rx_bytes)" -gt 1000
 
-# Lock takes effect.
+# Lock takes effect, on connections already open too: a tunnel that
+# carried one request carries nothing once the sandbox is locked.
+cat > "$E2E_TMP/tunnel.py" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("10.88.1.1", 3128), timeout=3)
+s.sendall(b"CONNECT origin.test:80 HTTP/1.1\r\nHost: origin.test:80\r\n\r\n")
+assert s.recv(4096).startswith(b"HTTP/1.1 200")
+req = b"GET / HTTP/1.1\r\nHost: origin.test\r\n\r\n"
+def answer():
+    got = b""
+    while b"hello from origin" not in got:
+        b = s.recv(4096)
+        if not b:
+            return "eof"
+        got += b
+    return "ok"
+s.sendall(req)
+print("first=" + answer(), flush=True)
+time.sleep(2)                   # the test locks the sandbox meanwhile
+try:
+    s.sendall(req)
+    print("second=" + answer())
+except OSError as e:
+    print("second=" + type(e).__name__)
+PY
+sbx a -- python3 -c "$(cat "$E2E_TMP/tunnel.py")" >"$E2E_TMP/tunnel.out" 2>&1 &
+TJOB=$!
+wait_for "$E2E_TMP/tunnel.out" first= 10 || true
 ctl '{"op":"lock","id":"a"}'
 check "lock a" test "$(jget unlocked)" = false
+wait "$TJOB" || true
+check "a tunnel open before the lock carries nothing after it ($(tr '\n' ' ' <"$E2E_TMP/tunnel.out"))" \
+	bash -c "grep -qx first=ok '$E2E_TMP/tunnel.out' && grep -Eqx 'second=(timeout|TimeoutError)' '$E2E_TMP/tunnel.out'"
 check "locked again: the forward door is unreachable" \
 	fails sbx a --proxy -- "${CURL[@]}" http://origin.test/
 ctl '{"op":"lock","id":"a"}'
 check "lock is idempotent" test "$(jget ok)" = true
 
 # --- SIGKILL and restart: exactly one ruleset -----------------------------
+# a's sandbox keeps running across the restart: the new daemon must not
+# give its address (and so its link name and identity) to anyone else.
+sbx a -- sleep 30 >/dev/null 2>&1 &
+SJOB=$!
+track $SJOB
+for _ in $(seq 50); do ip -n "$FLEET" link show "$IF_a" >/dev/null 2>&1 && break; sleep 0.1; done
 stop_daemon KILL
 check "after SIGKILL the table is still there" quiet F nft list table inet sluice
 check "the daemon restarts" start_daemon
@@ -336,6 +372,15 @@ check "the fleet is adopted" logged "fleet namespace $FLEET adopted"
 check "exactly one table" test "$(F nft list tables | grep -c .)" = 1
 check "the ruleset is rebuilt from the daemon's state (none yet)" \
 	test "$(F nft list table inet sluice)" = "$TABLE0"
+ctl '{"op":"attach","id":"n2","lane":"egress"}'
+check "a new sandbox is not given the address of one still running ($(jget address))" \
+	test "$(jget address)" = 10.88.1.3
+check "... and the log says why" logged "10.88.1.2 still has a link \(slv0a580102\)"
+ctl '{"op":"detach","id":"n2"}'
+for p in $(sbx_pids a); do
+	[ "$(cat "/proc/$p/comm" 2>/dev/null)" = sleep ] && kill "$p"
+done
+wait "$SJOB" 2>/dev/null || true
 check "no sandbox link is left" test -z "$(ip -n "$FLEET" -o link | grep slv || true)"
 
 # --- 200 cycles -------------------------------------------------------------

@@ -941,7 +941,10 @@ test_reconcile(void **state)
 	assert_int_equal(rules[0], 3);
 	assert_int_equal(rules[1], 2); /* one transparent lane, two ports */
 	assert_int_equal(rules[2], 2);
-	assert_int_equal(rules[3], 1);
+	assert_int_equal(rules[3], 3); /* count, the doors' answers, drop */
+	check_rule(&d.m[21], "meta cmp meta cmp meta cmp payload payload payload lookup immediate",
+	           NULL);
+	check_rule(&d.m[22], "meta cmp immediate", NULL);
 	assert_int_equal(nobj, 2 * N_SBX);
 	assert_int_equal(elems[0], N_SBX);
 	assert_int_equal(elems[1], N_SBX);
@@ -963,10 +966,10 @@ test_reconcile_empty(void **state)
 	(void)state;
 	assert_int_equal(fw_build_reconcile(b, NULL, 0, NULL, 0), 0);
 	decode(b, &d);
-	assert_int_equal(d.n, 1 + 3 + 5 + 4 + 6 + 1);
+	assert_int_equal(d.n, 1 + 3 + 5 + 4 + 8 + 1);
 	for (size_t i = 0; i < d.n; i++)
 		rules += d.m[i].type == NFT_MSG_NEWRULE;
-	assert_int_equal(rules, 6);
+	assert_int_equal(rules, 8);
 	dec_free(&d);
 	fw_batch_free(b);
 }
