@@ -246,3 +246,17 @@ gw_dial_start(struct gw_dial *d, struct gw_worker *w, const struct conf_gateway 
 	gw_timer_init(&d->timer, dial_timeout, d);
 	gw_defer(w->loop, &d->kick, dial_kick, d);
 }
+
+unsigned
+gw_dial_status(enum gw_reason why)
+{
+	switch (why) {
+	case GW_R_DNS_TIMEOUT:
+	case GW_R_CONNECT_TIMEOUT:
+		return 504;
+	case GW_R_PRIVATE_ADDRESS:
+		return 403;
+	default:
+		return 502;
+	}
+}

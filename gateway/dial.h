@@ -27,4 +27,8 @@ void gw_dial_start(struct gw_dial *d, struct gw_worker *w, const struct conf_gat
  * an idle dial. */
 void gw_dial_cancel(struct gw_dial *d);
 
+/* The HTTP status a failed dial is answered with (and logged as): 504 for
+ * a timeout, 403 for a forbidden address, 502 for the rest. */
+unsigned gw_dial_status(enum gw_reason why);
+
 #endif

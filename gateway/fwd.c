@@ -582,24 +582,6 @@ static void fwd_io(struct gw_loop *l, struct gw_io *io, uint32_t events);
 static void fwd_start_exchange(struct gw_fwd_conn *c);
 static void fwd_start_tunnel(struct gw_fwd_conn *c, bool upgrade);
 
-static unsigned
-dial_status(enum gw_reason why)
-{
-	switch (why) {
-	case GW_R_DNS_TIMEOUT:
-	case GW_R_CONNECT_TIMEOUT:
-		return 504;
-	case GW_R_DNS_NXDOMAIN:
-	case GW_R_DNS_FAILED:
-	case GW_R_CONNECT_FAILED:
-		return 502;
-	case GW_R_PRIVATE_ADDRESS:
-		return 403;
-	default:
-		return 502;
-	}
-}
-
 /* The dial ended: a connected upstream, or why not. */
 static void
 fwd_dialed(struct gw_dial *d, int fd, enum gw_reason why, int err, const char *detail, void *arg)
@@ -609,7 +591,7 @@ fwd_dialed(struct gw_dial *d, int fd, enum gw_reason why, int err, const char *d
 	(void)err;
 	snprintf(c->upstream, sizeof(c->upstream), "%s", d->upstream);
 	if (fd < 0) {
-		fwd_refuse(c, dial_status(why), why, "%s", detail);
+		fwd_refuse(c, gw_dial_status(why), why, "%s", detail);
 		fwd_run(c);
 		return;
 	}

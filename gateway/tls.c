@@ -280,20 +280,6 @@ hello_reason(enum gw_tlshello_result r)
 	}
 }
 
-static unsigned
-dial_status(enum gw_reason why)
-{
-	switch (why) {
-	case GW_R_DNS_TIMEOUT:
-	case GW_R_CONNECT_TIMEOUT:
-		return 504;
-	case GW_R_PRIVATE_ADDRESS:
-		return 403;
-	default:
-		return 502;
-	}
-}
-
 static void
 tls_dialed(struct gw_dial *d, int fd, enum gw_reason why, int err, const char *detail, void *arg)
 {
@@ -302,7 +288,7 @@ tls_dialed(struct gw_dial *d, int fd, enum gw_reason why, int err, const char *d
 	(void)err;
 	snprintf(c->upstream, sizeof(c->upstream), "%s", d->upstream);
 	if (fd < 0) {
-		tls_refuse(c, dial_status(why), why, "%s:%u: %s", c->host, TLS_PORT, detail);
+		tls_refuse(c, gw_dial_status(why), why, "%s:%u: %s", c->host, TLS_PORT, detail);
 		return;
 	}
 	c->ufd = fd;
