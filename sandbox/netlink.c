@@ -229,18 +229,17 @@ sbx_nl_ifindex(int nl, const char *ifname)
 	}
 }
 
-int
-sbx_nl_addr_add(int nl, const char *ifname, const char *cidr)
+/* RTM_NEWADDR: `local` on ifname with prefix pfx, `address` its far end
+ * (the same as local but for a point-to-point address). */
+static int
+addr_new(int nl, const char *ifname, int fam, unsigned pfx, const unsigned char *local,
+	 const unsigned char *address)
 {
 	char buf[8192];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct ifaddrmsg *ifa;
-	unsigned char a[16];
-	unsigned pfx;
-	int fam = sbx_parse_cidr(cidr, a, &pfx), idx;
+	int idx;
 
-	if (fam < 0)
-		return fam;
 	if ((idx = sbx_nl_ifindex(nl, ifname)) < 0)
 		return idx;
 	nlh->nlmsg_type = RTM_NEWADDR;
@@ -252,20 +251,28 @@ sbx_nl_addr_add(int nl, const char *ifname, const char *cidr)
 	ifa->ifa_scope = RT_SCOPE_UNIVERSE;
 	if (fam == AF_INET6)
 		ifa->ifa_flags = IFA_F_NODAD;
-	mnl_attr_put(nlh, IFA_LOCAL, fam == AF_INET ? 4 : 16, a);
-	mnl_attr_put(nlh, IFA_ADDRESS, fam == AF_INET ? 4 : 16, a);
+	mnl_attr_put(nlh, IFA_LOCAL, fam == AF_INET ? 4 : 16, local);
+	mnl_attr_put(nlh, IFA_ADDRESS, fam == AF_INET ? 4 : 16, address);
 	return talk(nl, nlh);
+}
+
+int
+sbx_nl_addr_add(int nl, const char *ifname, const char *cidr)
+{
+	unsigned char a[16];
+	unsigned pfx;
+	int fam = sbx_parse_cidr(cidr, a, &pfx);
+
+	return fam < 0 ? fam : addr_new(nl, ifname, fam, pfx, a, a);
 }
 
 int
 sbx_nl_addr_add_p2p(int nl, const char *ifname, const char *local, const char *peer)
 {
-	char buf[8192], tmp[80];
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-	struct ifaddrmsg *ifa;
+	char tmp[80];
 	unsigned char l[16], r[16];
 	unsigned pfx;
-	int fam, pfam, idx;
+	int fam, pfam;
 
 	if (snprintf(tmp, sizeof(tmp), "%s/0", local) >= (int)sizeof(tmp))
 		return -EINVAL;
@@ -273,20 +280,7 @@ sbx_nl_addr_add_p2p(int nl, const char *ifname, const char *local, const char *p
 		return -EINVAL;
 	if (fam != pfam)
 		return -EINVAL;
-	if ((idx = sbx_nl_ifindex(nl, ifname)) < 0)
-		return idx;
-	nlh->nlmsg_type = RTM_NEWADDR;
-	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
-	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
-	ifa->ifa_family = (uint8_t)fam;
-	ifa->ifa_prefixlen = fam == AF_INET ? 32 : 128;
-	ifa->ifa_index = (unsigned)idx;
-	ifa->ifa_scope = RT_SCOPE_UNIVERSE;
-	if (fam == AF_INET6)
-		ifa->ifa_flags = IFA_F_NODAD;
-	mnl_attr_put(nlh, IFA_LOCAL, fam == AF_INET ? 4 : 16, l);
-	mnl_attr_put(nlh, IFA_ADDRESS, fam == AF_INET ? 4 : 16, r);
-	return talk(nl, nlh);
+	return addr_new(nl, ifname, fam, fam == AF_INET ? 32 : 128, l, r);
 }
 
 int

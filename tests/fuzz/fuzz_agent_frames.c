@@ -12,15 +12,10 @@
 
 #include <jansson.h>
 
+#include "fuzz.h"
+
 #include "proto.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(x)                                                             \
-	do {                                                                 \
-		if (!(x))                                                    \
-			abort();                                             \
-	} while (0)
 
 #define MAXF 64
 

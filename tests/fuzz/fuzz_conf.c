@@ -2,9 +2,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "fuzz.h"
+
 #include "conf.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -11,16 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
+
 /* by path: the CMake target links no library that exports gateway/ */
 #include "http1.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(x)                                                             \
-	do {                                                                 \
-		if (!(x))                                                    \
-			abort();                                             \
-	} while (0)
 
 struct feed_out {
 	enum gw_h1_result rc;

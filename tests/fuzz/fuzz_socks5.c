@@ -16,16 +16,11 @@
 
 #include <netinet/in.h>
 
+#include "fuzz.h"
+
 /* by path: the CMake target links no library that exports gateway/ */
 #include "socks5.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(x)                                                             \
-	do {                                                                 \
-		if (!(x))                                                    \
-			abort();                                             \
-	} while (0)
 
 enum kind { GREETING, AUTH, REQUEST };
 

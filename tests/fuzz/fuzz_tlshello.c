@@ -13,16 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
+
 /* by path: the CMake target links no library that exports gateway/ */
 #include "tlshello.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(x)                                                                                   \
-	do {                                                                                       \
-		if (!(x))                                                                          \
-			abort();                                                                   \
-	} while (0)
 
 static void
 check_fields(enum gw_tlshello_result r, const struct gw_tlshello *o, size_t len)
