@@ -54,4 +54,15 @@ struct cy_node {
 struct cy_node *cy_parse(struct conf_arena *a, const char *file,
 			 const char *buf, size_t len, struct conf_diag *d, bool *ok);
 
+/* Replaces the pools of `c` (being built: not yet returned to anyone) with
+ * the list `seq` (the node under a YAML `pools:` key, or the tree of a JSON
+ * body's "pools"), checked exactly as conf_load_mem() checks them: keys,
+ * types, ranges, defaults, duplicate names, lane and policy references
+ * against c's lanes and policies, and the pool names c's tenants list.
+ * Strings go to c->arena. Errors go to d as "FILE:LINE:COL: message";
+ * `paths` (NULL for YAML) names node line L's JSON path as paths[L - 1], used
+ * where a message points at a second node. Returns the number of errors. */
+size_t conf_load_pools_tree(struct conf *c, const struct cy_node *seq, const char *file,
+			    const char *const *paths, size_t npaths, struct conf_diag *d);
+
 #endif

@@ -25,6 +25,10 @@ struct ctx {
 	const char *file;
 	struct conf_diag *d;
 	size_t errors;
+	/* NULL for YAML. Otherwise the tree came from JSON (conf_json.c) and a
+	 * node's line L names its position as paths[L - 1]. */
+	const char *const *paths;
+	size_t npaths;
 };
 
 static void err_at(struct ctx *x, const struct cy_node *n, const char *fmt, ...)
@@ -53,6 +57,18 @@ pos_of(const struct cy_node *n)
 		p.col = n->col;
 	}
 	return p;
+}
+
+/* Where n is, for a message that points at a second node: "LINE:COL" in a
+ * YAML file, the JSON path in a JSON body. */
+static const char *
+where(const struct ctx *x, const struct cy_node *n, char *buf, size_t bufsz)
+{
+	if (x->paths && n->line >= 1 && n->line <= x->npaths)
+		snprintf(buf, bufsz, "%s", x->paths[n->line - 1]);
+	else
+		snprintf(buf, bufsz, "%u:%u", n->line, n->col);
+	return buf;
 }
 
 /* ---- names ---- */
@@ -932,13 +948,14 @@ check_unique(struct ctx *x, const struct cy_node *seq, const char *what, const c
 		for (size_t j = 0; j < i; j++) {
 			const char *nj = *(char *const *)((const char *)base + j * stride + name_off);
 			const struct cy_node *first, *dup;
+			char at[PATHSZ];
 
 			if (!nj || strcmp(ni, nj) != 0)
 				continue;
 			first = map_get(seq->items[j], "name");
 			dup = map_get(seq->items[i], "name");
-			err_at(x, dup, "%s[%zu].name: duplicate %s name '%s' (first at %u:%u)",
-			       path, i, what, ni, first->line, first->col);
+			err_at(x, dup, "%s[%zu].name: duplicate %s name '%s' (first at %s)",
+			       path, i, what, ni, where(x, first, at, sizeof(at)));
 			break;
 		}
 	}
@@ -1654,6 +1671,32 @@ load_preview(struct ctx *x, const struct cy_node *n)
 	get_hostport(x, map_get(n, "listen"), "preview.listen", &pv->listen);
 }
 
+/* The pools' lanes and policies, once lanes, policies and pools are loaded;
+ * `seq` is the pools list node. */
+static void
+link_pool_refs(struct ctx *x, const struct cy_node *seq)
+{
+	struct conf *c = x->c;
+
+	for (size_t i = 0; i < c->npools; i++) {
+		struct conf_pool *po = &c->pools[i];
+		char p[PATHSZ];
+
+		if (po->lane) {
+			pathf(p, "pools", "[%zu].lane", i);
+			resolve_ref(x, map_get(seq->items[i], "lane"), p, "lane", po->lane, c->lanes,
+				    c->nlanes, sizeof(*c->lanes), offsetof(struct conf_lane, name),
+				    &po->lane_idx);
+		}
+		if (po->policy) {
+			pathf(p, "pools", "[%zu].policy", i);
+			resolve_ref(x, map_get(seq->items[i], "policy"), p, "policy", po->policy,
+				    c->policies, c->npolicies, sizeof(*c->policies),
+				    offsetof(struct conf_policy, name), &po->policy_idx);
+		}
+	}
+}
+
 /* Cross-references, once every section is loaded. */
 static void
 link_refs(struct ctx *x, const struct cy_node *root)
@@ -1673,24 +1716,7 @@ link_refs(struct ctx *x, const struct cy_node *root)
 			    c->policies, c->npolicies, sizeof(*c->policies),
 			    offsetof(struct conf_policy, name), &cl->policy_idx);
 	}
-	seq = map_get(root, "pools");
-	for (size_t i = 0; i < c->npools; i++) {
-		struct conf_pool *po = &c->pools[i];
-		char p[PATHSZ];
-
-		if (po->lane) {
-			pathf(p, "pools", "[%zu].lane", i);
-			resolve_ref(x, map_get(seq->items[i], "lane"), p, "lane", po->lane, c->lanes,
-				    c->nlanes, sizeof(*c->lanes), offsetof(struct conf_lane, name),
-				    &po->lane_idx);
-		}
-		if (po->policy) {
-			pathf(p, "pools", "[%zu].policy", i);
-			resolve_ref(x, map_get(seq->items[i], "policy"), p, "policy", po->policy,
-				    c->policies, c->npolicies, sizeof(*c->policies),
-				    offsetof(struct conf_policy, name), &po->policy_idx);
-		}
-	}
+	link_pool_refs(x, map_get(root, "pools"));
 	seq = map_get(root, "tenants");
 	for (size_t i = 0; i < c->ntenants; i++) {
 		const struct cy_node *pl = map_get(seq->items[i], "pools");
@@ -1795,6 +1821,33 @@ conf_load_mem(const char *name, const char *buf, size_t len, struct conf_diag *d
 		return NULL;
 	}
 	return x.c;
+}
+
+size_t
+conf_load_pools_tree(struct conf *c, const struct cy_node *seq, const char *file,
+		     const char *const *paths, size_t npaths, struct conf_diag *d)
+{
+	struct ctx x = { .c = c, .a = c->arena, .file = file, .d = d,
+			 .paths = paths, .npaths = npaths };
+
+	c->pools = NULL;
+	c->npools = 0;
+	load_pools(&x, seq);
+	link_pool_refs(&x, seq);
+	/* The tenants stay: a pool one of them names must stay too, as a YAML
+	 * file naming a missing pool is refused. */
+	for (size_t i = 0; i < c->ntenants; i++) {
+		for (size_t j = 0; j < c->tenants[i].npools; j++) {
+			const char *name = c->tenants[i].pools[j];
+
+			if (!conf_pool_find(c, name))
+				err_at(&x, seq, "pools: tenant '%s' may claim pool '%s' "
+				       "(tenants[%zu].pools[%zu] of the configuration), which "
+				       "this set lacks: keep that pool, or edit the tenant first",
+				       c->tenants[i].name ? c->tenants[i].name : "?", name, i, j);
+		}
+	}
+	return x.errors;
 }
 
 struct conf *

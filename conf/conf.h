@@ -10,6 +10,8 @@
 #ifndef SLUICE_CONF_H
 #define SLUICE_CONF_H
 
+#include <jansson.h>
+
 #include "conf-t.h"
 
 /* The default configuration (conf/sluice.yaml), compiled in. */
@@ -55,6 +57,25 @@ bool conf_cidr_overlap(const struct conf_cidr *a, const struct conf_cidr *b);
  * (IDNs as punycode), an IPv4 or bracketed-less IPv6 literal accepted.
  * Returns 0 or -EINVAL with a reason in err. */
 int conf_host_check(const char *host, bool wildcard_ok, char *err, size_t errsz);
+
+/* The pool set as JSON (conf_json.c), for the operator API's GET and PUT
+ * /v1/pools (docs/api.md). */
+
+/* Returns a new configuration (one reference) equal to `base` in every
+ * section but the pools, which are those of `body`: {"pools": [...]} with the
+ * keys of the YAML pools: list. The pools get exactly the checks a YAML file
+ * gets (conf_load_mem), lane and policy names resolve against base's, and a
+ * pool one of base's tenants names must stay. Returns NULL with every error
+ * in d, each a line "JSON.PATH: message" ("pools[1].warm_max: ..."). Borrows
+ * base and body; the result shares nothing with either. Pools' positions are
+ * line 0 (not in the file). */
+struct conf *conf_with_pools_json(const struct conf *base, const json_t *body,
+				  struct conf_diag *d);
+
+/* Returns {"pools": [...]} for c's pools (a new reference; NULL only when out
+ * of memory), in the shape conf_with_pools_json() takes back unchanged:
+ * template is "busybox", "host" or the directory, limits.cpus a real. */
+json_t *conf_pools_to_json(const struct conf *c);
 
 const char *conf_log_level_name(enum conf_log_level l);
 const char *conf_policy_mode_name(enum conf_policy_mode m);
