@@ -7,6 +7,7 @@
 
 #include "access.h"
 #include "log.h"
+#include "metrics.h"
 #include "reason.h"
 
 static int access_fd = -2;      /* -2: through the log; -1: off */
@@ -80,6 +81,8 @@ gw_access_write(const struct gw_access *a)
 	int fd = __atomic_load_n(&access_fd, __ATOMIC_ACQUIRE);
 	int n;
 
+	/* Counted whether or not the log is on. */
+	gw_metrics_door_decision(a->door, a->decision, a->reason);
 	if (fd == -1)
 		return;
 	if (gw_log_format() == CONF_LOG_JSON) {

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "tunnel.h"
 
 /* Each direction's pipe is grown to this (fewer splice calls per byte on
@@ -61,6 +62,7 @@ gw_tunnel_init(struct gw_tunnel *t, int cfd, int ufd, bool use_splice)
 	t->splice = use_splice;
 	dir_init(&t->dir[GW_TUNNEL_C2U], cfd, ufd, use_splice);
 	dir_init(&t->dir[GW_TUNNEL_U2C], ufd, cfd, use_splice);
+	gw_metrics_tunnel_start();
 }
 
 static int
@@ -227,12 +229,20 @@ gw_tunnel_run(struct gw_tunnel *t, uint32_t *cev, uint32_t *uev, bool *moved)
 	return GW_TUNNEL_RUNNING;
 }
 
+/* A pipe fd no live tunnel has: marks a tunnel already finished, so that
+ * a second fini neither closes anything nor counts the end twice. */
+#define FINISHED_PIPE (-2)
+
 void
 gw_tunnel_fini(struct gw_tunnel *t)
 {
+	if (t->dir[0].pipe[0] == FINISHED_PIPE)
+		return;
+	gw_metrics_tunnel_end(t->dir[GW_TUNNEL_C2U].bytes, t->dir[GW_TUNNEL_U2C].bytes);
 	for (int i = 0; i < 2; i++) {
 		dir_unsplice(&t->dir[i]);
 		free(t->dir[i].buf);
 		t->dir[i].buf = NULL;
 	}
+	t->dir[0].pipe[0] = FINISHED_PIPE;
 }
