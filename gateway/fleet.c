@@ -202,6 +202,7 @@ struct gw_fleet {
 
 /* The doors' view: one fleet per process. */
 static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_mutex_t op_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct fent *reg_hash[HASH_BUCKETS];
 
 static unsigned
@@ -324,8 +325,8 @@ take_address(struct gw_fleet *f, struct fleet_lane *fl, struct fent *e)
 	}
 }
 
-int
-gw_fleet_attach(struct gw_fleet *f, const char *id, int lane, struct gw_fleet_info *out,
+static int
+fleet_attach(struct gw_fleet *f, const char *id, int lane, struct gw_fleet_info *out,
 		char *err, size_t errsz)
 {
 	struct fleet_lane *fl;
@@ -396,8 +397,8 @@ gw_fleet_attach(struct gw_fleet *f, const char *id, int lane, struct gw_fleet_in
 	return 0;
 }
 
-int
-gw_fleet_unlock(struct gw_fleet *f, const char *id, struct gw_policy *layer, char *err,
+static int
+fleet_unlock(struct gw_fleet *f, const char *id, struct gw_policy *layer, char *err,
 		size_t errsz)
 {
 	struct fent *e = find_attached(f, id, "unlock", err, errsz);
@@ -439,8 +440,8 @@ mark_locked(struct fent *e)
 	gw_policy_unref(old);
 }
 
-int
-gw_fleet_lock(struct gw_fleet *f, const char *id, char *err, size_t errsz)
+static int
+fleet_lock(struct gw_fleet *f, const char *id, char *err, size_t errsz)
 {
 	struct fent *e = find_attached(f, id, "lock", err, errsz);
 	int rc;
@@ -453,8 +454,8 @@ gw_fleet_lock(struct gw_fleet *f, const char *id, char *err, size_t errsz)
 	return 0;
 }
 
-int
-gw_fleet_detach(struct gw_fleet *f, const char *id, char *err, size_t errsz)
+static int
+fleet_detach(struct gw_fleet *f, const char *id, char *err, size_t errsz)
 {
 	struct fent *e = find_attached(f, id, "detach", err, errsz);
 	int rc;
@@ -495,8 +496,8 @@ fill_counters(struct gw_fleet *f, struct gw_fleet_info *i)
 	}
 }
 
-int
-gw_fleet_get(struct gw_fleet *f, const char *id, struct gw_fleet_info *out)
+static int
+fleet_get(struct gw_fleet *f, const char *id, struct gw_fleet_info *out)
 {
 	struct fent *e = id ? find_id(f, id) : NULL;
 
@@ -507,8 +508,8 @@ gw_fleet_get(struct gw_fleet *f, const char *id, struct gw_fleet_info *out)
 	return 0;
 }
 
-size_t
-gw_fleet_each(struct gw_fleet *f, void (*fn)(void *arg, const struct gw_fleet_info *i), void *arg)
+static size_t
+fleet_each(struct gw_fleet *f, void (*fn)(void *arg, const struct gw_fleet_info *i), void *arg)
 {
 	size_t n = 0;
 
@@ -519,6 +520,76 @@ gw_fleet_each(struct gw_fleet *f, void (*fn)(void *arg, const struct gw_fleet_in
 		fn(arg, &i);
 	}
 	return n;
+}
+
+/* The registry's changes and the kernel batches are made by one caller at
+ * a time (the API's threads, the pools' workers, the control socket). */
+int
+gw_fleet_attach(struct gw_fleet *f, const char *id, int lane, struct gw_fleet_info *out,
+		char *err, size_t errsz)
+{
+	int rc;
+
+	pthread_mutex_lock(&op_mu);
+	rc = fleet_attach(f, id, lane, out, err, errsz);
+	pthread_mutex_unlock(&op_mu);
+	return rc;
+}
+
+int
+gw_fleet_unlock(struct gw_fleet *f, const char *id, struct gw_policy *layer, char *err,
+		size_t errsz)
+{
+	int rc;
+
+	pthread_mutex_lock(&op_mu);
+	rc = fleet_unlock(f, id, layer, err, errsz);
+	pthread_mutex_unlock(&op_mu);
+	return rc;
+}
+
+int
+gw_fleet_lock(struct gw_fleet *f, const char *id, char *err, size_t errsz)
+{
+	int rc;
+
+	pthread_mutex_lock(&op_mu);
+	rc = fleet_lock(f, id, err, errsz);
+	pthread_mutex_unlock(&op_mu);
+	return rc;
+}
+
+int
+gw_fleet_detach(struct gw_fleet *f, const char *id, char *err, size_t errsz)
+{
+	int rc;
+
+	pthread_mutex_lock(&op_mu);
+	rc = fleet_detach(f, id, err, errsz);
+	pthread_mutex_unlock(&op_mu);
+	return rc;
+}
+
+int
+gw_fleet_get(struct gw_fleet *f, const char *id, struct gw_fleet_info *out)
+{
+	int rc;
+
+	pthread_mutex_lock(&op_mu);
+	rc = fleet_get(f, id, out);
+	pthread_mutex_unlock(&op_mu);
+	return rc;
+}
+
+size_t
+gw_fleet_each(struct gw_fleet *f, void (*fn)(void *arg, const struct gw_fleet_info *i), void *arg)
+{
+	size_t rc;
+
+	pthread_mutex_lock(&op_mu);
+	rc = fleet_each(f, fn, arg);
+	pthread_mutex_unlock(&op_mu);
+	return rc;
 }
 
 /* ---- the doors' lookup (lanes.h) ------------------------------------- */

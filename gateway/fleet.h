@@ -16,7 +16,7 @@
  * a policy layer (its lane's doors reachable, connections attributed to it
  * by source address), locked, detached. Each step is one nftables batch
  * and is idempotent. The registry is process-wide: the doors read it from
- * any worker (gw_lane_who() in lanes.h); changes come from one thread. */
+ * any worker (gw_lane_who() in lanes.h); changes are serialised inside (any thread may make them). */
 #ifndef SLUICE_GW_FLEET_H
 #define SLUICE_GW_FLEET_H
 

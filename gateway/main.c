@@ -1,6 +1,7 @@
 /* main.c: sluiced's entry point: options, the configuration, the event loop
  * and its signals. */
 #include <errno.h>
+#include <pthread.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,11 +10,15 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "api.h"
+#include "apiv1.h"
+#include "claims.h"
 #include "conf.h"
 #include "control.h"
 #include "fleet.h"
 #include "log.h"
 #include "loop.h"
+#include "manager.h"
 #include "snap.h"
 #include "worker.h"
 
@@ -32,15 +37,37 @@ struct gw_daemon {
 	unsigned nworkers;
 	struct gw_fleet *fleet;         /* the fleet namespace and its lanes */
 	struct gw_control *control;     /* daemon.control_socket */
+	struct gw_claims *claims;       /* pools, claims, leases */
+	struct gw_apiv1 *apiv1;
+	struct gw_api *api;             /* api.listen, api.socket */
+	const char *agent_path;         /* --agent */
 };
+
+/* The configuration the API authenticates against. */
+static pthread_mutex_t conf_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct gw_daemon *the_daemon;
+
+static struct conf *
+api_conf(void *arg)
+{
+	struct gw_daemon *dm = the_daemon;
+	struct conf *c;
+
+	(void)arg;
+	pthread_mutex_lock(&conf_mu);
+	c = conf_ref(dm->conf);
+	pthread_mutex_unlock(&conf_mu);
+	return c;
+}
 
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sluiced [--config FILE] [--check] [FILE]\n"
+		"usage: sluiced [--config FILE] [--check] [--agent PATH] [FILE]\n"
 		"\n"
 		"  -c, --config FILE  the configuration (default: the compiled-in conf/sluice.yaml)\n"
+		"  -a, --agent PATH   sluice-agent (default: found beside sluiced)\n"
 		"  -n, --check        validate the configuration, print every error, exit 0 or 2\n"
 		"  -V, --version      print the version and exit\n"
 		"  -h, --help         this text\n"
@@ -181,8 +208,13 @@ reload(struct gw_daemon *dm)
 	 * claims keep the layer they pinned. A reload changes what new
 	 * connections and claims see. */
 	warn_restart_only(dm->conf, c);
+	pthread_mutex_lock(&conf_mu);
 	conf_unref(dm->conf);
 	dm->conf = c;
+	pthread_mutex_unlock(&conf_mu);
+	/* The file's pools replace the set (a PUT /v1/pools included). */
+	if (dm->claims)
+		pool_mgr_set_conf(gw_claims_mgr(dm->claims), c);
 	dm->reloads++;
 	gw_log_info("configuration reloaded (reload %u)", dm->reloads);
 }
@@ -212,6 +244,7 @@ main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "check", no_argument, NULL, 'n' },
+		{ "agent", required_argument, NULL, 'a' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -222,13 +255,16 @@ main(int argc, char **argv)
 	bool check = false;
 	int ch, rc;
 
-	while ((ch = getopt_long(argc, argv, "c:nVh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:nVha:", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			dm.conf_path = optarg;
 			break;
 		case 'n':
 			check = true;
+			break;
+		case 'a':
+			dm.agent_path = optarg;
 			break;
 		case 'V':
 			printf("sluiced %s\n", SLUICE_VERSION);
@@ -296,6 +332,22 @@ main(int argc, char **argv)
 			rc = -EINVAL;
 			goto out;
 		}
+		dm.claims = gw_claims_start(dm.conf, dm.fleet, dm.agent_path, err, sizeof(err));
+		if (!dm.claims || !(dm.apiv1 = gw_apiv1_new(dm.claims))) {
+			gw_log_errx("%s", dm.claims ? "out of memory" : err);
+			rc = -EINVAL;
+			goto out;
+		}
+		if (dm.conf->api.listen.set || dm.conf->api.socket) {
+			the_daemon = &dm;
+			dm.api = gw_api_start(dm.conf, gw_apiv1_routes, api_conf, dm.apiv1, err,
+					      sizeof(err));
+			if (!dm.api) {
+				gw_log_errx("%s", err);
+				rc = -EINVAL;
+				goto out;
+			}
+		}
 		if (dm.conf->daemon.control_socket) {
 			dm.control = gw_control_open(dm.loop, dm.conf->daemon.control_socket,
 						     dm.fleet, err, sizeof(err));
@@ -323,6 +375,11 @@ main(int argc, char **argv)
 		gw_log_info("stopped");
 	}
 out:
+	/* The API first (no request still holds a sandbox), then the
+	 * sandboxes, then the doors. */
+	gw_api_stop(dm.api);
+	gw_apiv1_free(dm.apiv1);
+	gw_claims_stop(dm.claims);
 	gw_control_close(dm.control);
 	gw_workers_stop(dm.workers, dm.nworkers);
 	/* Sandboxes outlive the daemon: their links and rules stay unless

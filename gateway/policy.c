@@ -893,3 +893,18 @@ out:
 	}
 	return p;
 }
+
+void
+gw_policy_each_rule(const struct gw_policy *p,
+		    void (*fn)(void *arg, const char *kind, const char *text), void *arg)
+{
+	static const char *const kinds[] = { "deny", "allow", "intercept", "credentials",
+					     "tenant_egress" };
+
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct pol_rule *r = &p->rules[i];
+
+		if (r->kind <= PK_NARROW)
+			fn(arg, kinds[r->kind], r->text);
+	}
+}

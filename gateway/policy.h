@@ -98,6 +98,13 @@ int gw_policy_credentials(const struct gw_policy *p, const char *host, uint16_t 
  * duplicates or spelling of IP rules. Owned by p. */
 const char *gw_policy_version(const struct gw_policy *p);
 
+/* Calls fn for every rule in the order it was compiled: kind is "deny",
+ * "allow", "intercept", "credentials" (the host pattern only, never the
+ * value) or "tenant_egress"; text the rule as written ("*.a.b:443"). For
+ * showing a layer (the API's claim answers). */
+void gw_policy_each_rule(const struct gw_policy *p,
+			 void (*fn)(void *arg, const char *kind, const char *text), void *arg);
+
 /* The policy's name ("" if it had none), owned by p. */
 const char *gw_policy_name(const struct gw_policy *p);
 enum conf_policy_mode gw_policy_mode(const struct gw_policy *p);

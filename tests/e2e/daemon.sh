@@ -38,7 +38,12 @@ private() {
 }
 
 # The running daemon, on a copy of the default that the test can rewrite.
-cp "$SL_SRC/conf/sluice.yaml" "$E2E_TMP/sluice.yaml"
+# Its data (templates) under the test's directory, not /var/lib/sluice.
+copy_default() {
+	sed "s|data_dir: /var/lib/sluice|data_dir: $E2E_TMP/data|" \
+		"$SL_SRC/conf/sluice.yaml" >"$E2E_TMP/sluice.yaml"
+}
+copy_default
 private "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>"$E2E_TMP/log" &
 pid=$!
 track "$pid"
@@ -56,7 +61,7 @@ check "SIGHUP with a bad file keeps the running configuration" \
 check "the daemon survives a bad reload" kill -0 "$pid"
 
 # Switch to JSON logs through a reload: every later line is one JSON object.
-cp "$SL_SRC/conf/sluice.yaml" "$E2E_TMP/sluice.yaml"
+copy_default
 sed -i 's/format: text }/format: json }/' "$E2E_TMP/sluice.yaml"
 kill -HUP "$pid"
 check "a reload switches the log to JSON" wait_for "$E2E_TMP/log" '^\{"ts":"[^"]+","level":"info","msg":"configuration reloaded \(reload 2\)"\}$'

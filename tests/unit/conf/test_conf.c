@@ -471,7 +471,7 @@ test_default_config(void **state)
 	po = conf_pool_find(c, "default");
 	assert_ptr_equal(po, &c->pools[0]);
 	assert_int_equal(po->backend, CONF_BACKEND_NS);
-	assert_int_equal(po->template_kind, CONF_TEMPLATE_BUSYBOX);
+	assert_int_equal(po->template_kind, CONF_TEMPLATE_HOST);
 	assert_null(po->template_dir);
 	assert_string_equal(po->lane, "egress");
 	assert_int_equal(po->lane_idx, 1);

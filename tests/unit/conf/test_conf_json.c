@@ -421,7 +421,7 @@ test_round_trip_default(void **state)
 	text = json_dumps(j, 0);
 	assert_string_equal(
 	    text,
-	    "{\"pools\": [{\"name\": \"default\", \"backend\": \"ns\", \"template\": \"busybox\", "
+	    "{\"pools\": [{\"name\": \"default\", \"backend\": \"ns\", \"template\": \"host\", "
 	    "\"lane\": \"egress\", \"policy\": \"default\", \"warm\": 2, \"warm_max\": 8, "
 	    "\"limits\": {\"memory_mb\": 256, \"cpus\": 1.0, \"pids\": 256}, "
 	    "\"ttl\": {\"default_seconds\": 3600, \"max_seconds\": 86400}}]}");

@@ -1,0 +1,73 @@
+/* apiv1.h: the /v1 endpoints and /metrics (docs/api.md), on the server of
+ * api.h, over the pools manager (pools/manager.h), plus the pure request
+ * validators they use (unit-tested). */
+#ifndef SLUICE_GW_APIV1_H
+#define SLUICE_GW_APIV1_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api.h"
+
+struct gw_claims;
+struct json_t;
+
+#define GW_EXEC_OUTPUT_MAX (1u << 20)   /* per stream, buffered */
+#define GW_EXEC_TIMEOUT_DEFAULT_S 300
+#define GW_EXEC_TIMEOUT_MAX_S 86400
+#define GW_FILE_MAX (1ull << 30)
+#define GW_ENV_VALUE_MAX 4096
+#define GW_LABEL_MAX 256
+
+/* The route table (NULL-fn terminated); arg of every handler must be a
+ * struct gw_apiv1 made by gw_apiv1_new(). */
+extern const struct gw_api_route gw_apiv1_routes[];
+
+struct gw_apiv1;
+struct gw_apiv1 *gw_apiv1_new(struct gw_claims *claims);
+void gw_apiv1_free(struct gw_apiv1 *v);
+
+/* ---- validators (pure) ------------------------------------------------ */
+
+/* A parsed POST /v1/claims body. Strings point into the JSON (keep it). */
+struct gw_claim_args {
+	const char *pool;
+	bool ttl_present;
+	int64_t ttl;                    /* saturated to [INT64_MIN, INT64_MAX] */
+	const char *env[64];            /* "NAME=value", malloc'd */
+	size_t nenv;
+	const char *labels[64];         /* "key=value", malloc'd */
+	size_t nlabels;
+};
+
+/* 0, or -EINVAL with the JSON path and the reason in err. */
+int gw_claim_args_parse(const struct json_t *body, struct gw_claim_args *out, char *err,
+			size_t errsz);
+void gw_claim_args_fini(struct gw_claim_args *a);
+
+struct gw_exec_args {
+	const char **argv;              /* NULL-terminated, borrowed strings */
+	const char *env[65];            /* "NAME=value", malloc'd, NULL-terminated */
+	size_t nenv;
+	const char *cwd;
+	const char *stdin_data;         /* NULL: no stdin */
+	size_t stdin_len;
+	uint32_t timeout_s;
+	bool stream;
+};
+
+int gw_exec_args_parse(const struct json_t *body, struct gw_exec_args *out, char *err,
+		       size_t errsz);
+void gw_exec_args_fini(struct gw_exec_args *a);
+
+/* An environment variable name the API accepts: [A-Za-z_][A-Za-z0-9_]*,
+ * 1..128 bytes, and not one the gateway sets (the proxy and CA
+ * variables). */
+bool gw_env_name_ok(const char *name, size_t len);
+
+/* Copies len bytes into a new NUL-terminated string, every invalid UTF-8
+ * sequence replaced by U+FFFD (so that it can be a JSON string). */
+char *gw_utf8_sanitize(const char *p, size_t len, size_t *outlen);
+
+#endif

@@ -1,0 +1,29 @@
+/* claims.h: the pools manager's host (pools/manager.h): its worker
+ * threads, its tick thread, the fleet network and the policy layers it
+ * is given, and the sandbox backends' process-wide set-up. */
+#ifndef SLUICE_GW_CLAIMS_H
+#define SLUICE_GW_CLAIMS_H
+
+#include <stddef.h>
+
+struct conf;
+struct gw_fleet;
+struct pool_mgr;
+struct gw_claims;
+
+#define GW_CLAIMS_WORKERS 8             /* boots and teardowns in flight */
+
+/* Sets the sandbox backends up (state under /run/sluice/sandboxes,
+ * templates under data_dir/templates, the agent at agent_path, or found
+ * beside sluiced), starts the workers and the tick thread, and the
+ * manager with c's pools (which start filling). The fleet is borrowed.
+ * NULL with one line in err. */
+struct gw_claims *gw_claims_start(struct conf *c, struct gw_fleet *f, const char *agent_path,
+				  char *err, size_t errsz);
+/* Ends every sandbox, stops the threads. NULL is fine. */
+void gw_claims_stop(struct gw_claims *g);
+
+struct pool_mgr *gw_claims_mgr(struct gw_claims *g);
+struct gw_fleet *gw_claims_fleet(struct gw_claims *g);
+
+#endif

@@ -1,0 +1,219 @@
+/* manager.h: warm pools, claims, leases and the reaper.
+ *
+ * The manager owns no thread, timer or log file (STYLE.md §1): gateway/
+ * hands it a host (struct pool_host) that runs blocking jobs on worker
+ * threads, wakes the manager's tick, writes log lines, and programs the
+ * fleet network (attach, unlock with a layer, lock, detach) and compiles
+ * policy layers. The manager keeps the state, under one mutex, and
+ * decides: how many sandboxes each pool boots (pool_target() in target.h,
+ * at most POOL_BOOT_PARALLEL at once, with a back-off after failures),
+ * which sandbox a claim takes, when a lease ends.
+ *
+ * A sandbox moves BOOTING -> WARM -> CLAIMED -> ENDING -> ENDED, or from
+ * BOOTING/WARM straight to ENDING (a failed boot, a drained pool). An
+ * ENDED sandbox is never lent again; its record is kept for a while (a
+ * tombstone) so that a repeated release can say what happened.
+ *
+ * Thread-safety: every pool_mgr_* call may come from any thread. Calls
+ * that block (a cold claim's boot, a release's stop) block the caller
+ * only, never the mutex. */
+#ifndef SLUICE_POOL_MANAGER_H
+#define SLUICE_POOL_MANAGER_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf-t.h"
+
+struct sbx_agent_conn;
+struct pool_mgr;
+struct pool_sbx;
+
+#define POOL_BOOT_PARALLEL 4            /* boots in flight, all pools */
+#define POOL_BACKOFF_MIN_MS 500
+#define POOL_BACKOFF_MAX_MS 30000
+#define POOL_TOMBSTONES 4096            /* ended claims remembered */
+#define POOL_ID_MAX 48
+#define POOL_ENV_MAX 64                 /* claim env entries */
+#define POOL_LABELS_MAX 64
+#define POOL_NET_ENV_MAX 8
+
+enum pool_log_level {
+	POOL_LOG_ERR = 0,
+	POOL_LOG_WARN,
+	POOL_LOG_INFO,
+	POOL_LOG_DEBUG,
+};
+
+enum pool_tier {
+	POOL_TIER_WARM = 0,
+	POOL_TIER_COLD,
+};
+
+enum pool_sbx_state {
+	POOL_S_BOOTING = 0,
+	POOL_S_WARM,
+	POOL_S_CLAIMED,
+	POOL_S_ENDING,
+	POOL_S_ENDED,
+};
+
+enum pool_end {
+	POOL_END_NONE = 0,
+	POOL_END_RELEASED,
+	POOL_END_REAPED,
+	POOL_END_DRAINED,               /* warm, its pool removed or changed */
+	POOL_END_FAILED,                /* the boot failed */
+	POOL_END_SHUTDOWN,
+};
+
+/* What the host's attach gives back. */
+struct pool_netinfo {
+	bool linked;                    /* false: a lane without doors */
+	struct in_addr addr, gateway;
+	unsigned prefix;
+	char ifname[16];                /* the link's name in the fleet namespace */
+	char netns[64];                 /* the fleet namespace's name */
+	char env[POOL_NET_ENV_MAX][96]; /* proxy variables, "NAME=value" */
+	size_t nenv;
+};
+
+struct pool_host {
+	void *arg;
+	void (*log)(void *arg, enum pool_log_level level, const char *msg);
+	/* Runs fn(job) on a worker thread, soon. 0 or -errno. */
+	int (*submit)(void *arg, void (*fn)(void *job), void *job);
+	/* Asks for pool_mgr_tick() to run soon on the host's thread. */
+	void (*wake)(void *arg);
+	/* The fleet; each 0 or -errno with one line in err. */
+	int (*attach)(void *arg, const char *id, const char *lane, struct pool_netinfo *out,
+		      char *err, size_t errsz);
+	int (*unlock)(void *arg, const char *id, void *layer, char *err, size_t errsz);
+	int (*lock)(void *arg, const char *id, char *err, size_t errsz);
+	int (*detach)(void *arg, const char *id, char *err, size_t errsz);
+	/* Layers (opaque to pools): the pool's policy in c narrowed by the
+	 * tenant's egress list (t NULL: none). NULL with err. */
+	void *(*layer_new)(void *arg, const struct conf *c, const struct conf_pool *p,
+			   const struct conf_tenant *t, char *err, size_t errsz);
+	void *(*layer_ref)(void *layer);
+	void (*layer_unref)(void *layer);
+};
+
+/* The boot latency histogram's upper bounds, in milliseconds (+Inf is
+ * the last bucket). */
+#define POOL_BOOT_BUCKETS 12
+extern const uint32_t pool_boot_bounds_ms[POOL_BOOT_BUCKETS - 1];
+
+/* One pool, as GET /v1/info and /metrics show it. */
+struct pool_info {
+	const char *name;
+	bool draining;                  /* removed: lends nothing, empties */
+	uint32_t warm, target, booting, claimed;
+	uint32_t floor, ceiling;        /* warm, warm_max */
+	uint64_t claims[2];             /* by tier */
+	uint64_t boots, boot_failures;
+	uint64_t boot_buckets[POOL_BOOT_BUCKETS];
+	uint64_t boot_ms_sum;
+	double lead_ms;
+	double rate_per_s;
+	uint64_t backoff_ms;            /* left of the back-off, 0: none */
+};
+
+/* One claim (or tombstone), as the API shows it. Everything is borrowed
+ * for the callback. */
+struct pool_claim_view {
+	const char *id;
+	const char *pool;
+	const char *tenant;             /* NULL: the operator's */
+	enum pool_tier tier;
+	enum pool_sbx_state state;
+	enum pool_end end;
+	const char *lane;
+	const struct pool_netinfo *net;
+	int64_t created_ms, expires_ms; /* CLOCK_REALTIME, ms */
+	uint32_t ttl_s;
+	const char *const *labels;      /* "key=value" */
+	size_t nlabels;
+	void *layer;                    /* NULL once ended */
+};
+
+typedef void (*pool_view_fn)(void *arg, const struct pool_claim_view *v);
+
+/* A claim request; borrowed for the call. */
+struct pool_claim_req {
+	const char *pool;
+	const struct conf_tenant *tenant; /* NULL: the operator */
+	bool ttl_present;
+	int64_t ttl;                    /* saturated by the caller */
+	const char *const *env;         /* "NAME=value", checked by the caller */
+	size_t nenv;
+	const char *const *labels;      /* "key=value" */
+	size_t nlabels;
+};
+
+/* Errors of pool_mgr_claim(), each with one line in err:
+ *   -ENOENT  no such pool;           -EPERM   the tenant may not use it;
+ *   -EUSERS  the tenant's max_claims; -ESHUTDOWN the pool is draining;
+ *   -ENOSPC  no address left;        -EIO     the boot failed;
+ *   -ENOMEM. */
+struct pool_mgr *pool_mgr_new(const struct pool_host *host, struct conf *c, char *err,
+			      size_t errsz);
+/* Ends every sandbox (warm and claimed) and frees the manager. Blocks
+ * until they are gone. NULL is fine. */
+void pool_mgr_free(struct pool_mgr *m);
+
+/* Replaces the pool set by c's pools (a reference is taken). Pools added
+ * start filling; removed ones drain; a pool whose backend, template,
+ * lane or limits changed drains its warm sandboxes; live claims are left
+ * alone (their layers are pinned). */
+void pool_mgr_set_conf(struct pool_mgr *m, struct conf *c);
+/* The configuration whose pools are the set (a new reference). */
+struct conf *pool_mgr_conf(struct pool_mgr *m);
+
+/* Refill and reap: starts boots, ends expired leases and surplus warm
+ * sandboxes. Returns the milliseconds until it wants to run again. */
+uint64_t pool_mgr_tick(struct pool_mgr *m);
+
+/* Claims a sandbox: fills *v for cb (called once, under the manager's
+ * lock, on success only). 0 or -errno (see above). */
+int pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_fn cb,
+		   void *arg, char *err, size_t errsz);
+
+/* Releases id (tenant NULL: the operator, any claim). Blocks until the
+ * sandbox is gone. 0 with *was set to what happened before
+ * (POOL_END_NONE: released now; RELEASED or REAPED: already), -ENOENT
+ * (unknown, or another tenant's). */
+int pool_mgr_release(struct pool_mgr *m, const char *id, const char *tenant,
+		     enum pool_end *was);
+
+/* Calls cb for the claim id (tombstones too) if tenant may see it:
+ * 0 or -ENOENT. */
+int pool_mgr_get(struct pool_mgr *m, const char *id, const char *tenant, pool_view_fn cb,
+		 void *arg);
+/* Calls cb for every live claim tenant may see (NULL: all). */
+size_t pool_mgr_each_claim(struct pool_mgr *m, const char *tenant, pool_view_fn cb, void *arg);
+/* Calls cb for every pool (removed ones still draining too). */
+void pool_mgr_each_pool(struct pool_mgr *m, void (*cb)(void *arg, const struct pool_info *i),
+			void *arg);
+
+/* Borrows a claimed sandbox's agent for one operation (exec, files):
+ * waits for other users of the same sandbox to finish. 0 with *out (give
+ * it back with pool_mgr_put()), -ENOENT, -ESTALE (the claim has ended).
+ * env: the environment the claim adds to every command ("NAME=value";
+ * valid until pool_mgr_put()). */
+struct pool_use {
+	struct pool_sbx *s;
+	struct sbx_agent_conn *agent;
+	const char *const *env;
+	size_t nenv;
+};
+int pool_mgr_use(struct pool_mgr *m, const char *id, const char *tenant, struct pool_use *out);
+void pool_mgr_put(struct pool_mgr *m, struct pool_use *u);
+
+const char *pool_tier_name(enum pool_tier t);
+const char *pool_state_name(enum pool_sbx_state s);
+const char *pool_end_name(enum pool_end e);
+
+#endif
