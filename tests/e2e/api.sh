@@ -1,0 +1,685 @@
+#!/bin/bash
+# The REST API and the `sluice` client end to end: the real sluiced, in a
+# network namespace of its own, with two pools of real `ns` sandboxes
+# (busybox template) on one lane, three tenants and the operator.
+#
+# Checks: authentication (TCP and the unix socket, tenants and the
+# operator); warm and cold claims; exec (buffered, env, timeouts,
+# truncation, streamed); files (5 MiB round trip, directories, errors);
+# tenants cannot see each other's sandboxes; max_claims; a PUT /v1/pools
+# does not touch live claims' layers and refuses a bad set whole; leases
+# expire; TTL edges; release (processes, cgroups, links, ids never reused);
+# the CLI; 100 claim/exec/release cycles, 10 at a time, leave only the
+# warm sandboxes; a clean stop leaves nothing.
+#
+# Everything lives under $E2E_TMP, in the daemon's namespace and in the
+# fleet namespace the daemon makes (both removed on every exit).
+# shellcheck disable=SC2016 # the checks' single-quoted expressions are eval'd later
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+SL_BUILD=${SL_BUILD:?SL_BUILD must name the build tree}
+CLI=$SL_BUILD/cli/sluice
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy no_proxy NO_PROXY
+unset SLUICE_API SLUICE_TOKEN
+
+gw=''
+netns_new gw apid
+FLEET="sl-apif-$$"
+E2E_NETNS+=("$FLEET")   # fleet_teardown removes it on a clean exit; the trap otherwise
+PORT=8080
+SOCK=$E2E_TMP/api.sock
+LOG=$E2E_TMP/sluiced.log
+: >"$LOG"
+export SL_E2E_OPTOK="op-$RANDOM$RANDOM-$$"
+ACME="acme-$RANDOM$RANDOM"
+OTHER="other-$RANDOM$RANDOM"
+BULK="bulk-$RANDOM$RANDOM"
+
+# Run in the daemon's namespace (never to start a server with &).
+T() { nsenter --net="/run/netns/$gw" "$@"; }
+
+cat > "$E2E_TMP/sluice.yaml" <<YAML
+daemon:
+  data_dir: $E2E_TMP/data
+  fleet_netns: $FLEET
+  fleet_teardown: true
+  control_socket: off
+  log: { level: info, format: text }
+api: { listen: 127.0.0.1:$PORT, socket: $SOCK, operator_token: "\${env:SL_E2E_OPTOK}" }
+gateway:
+  workers: 2
+  listen: { forward: off, socks: off }
+  clients: []
+  dns: { servers: [127.0.0.1], timeout_ms: 500, attempts: 1 }
+  access_log: stderr
+lanes:
+  - name: egress
+    subnet: 10.88.1.0/24
+    doors: { forward: 3128, socks: 1080 }
+tenants:
+  - { name: acme, keys: [$ACME], max_claims: 3, egress: ["origin.test", "example.com"] }
+  - { name: other, keys: [$OTHER] }
+  - { name: bulk, keys: [$BULK] }
+policies:
+  - { name: wide, allow: ["origin.test", "*.origin.test", "example.com"] }
+  - { name: narrow, allow: ["example.com"] }
+pools:
+  - name: warm
+    template: busybox
+    lane: egress
+    policy: wide
+    warm: 2
+    warm_max: 4
+    ttl: { default_seconds: 600, max_seconds: 3600 }
+  - name: cold
+    template: busybox
+    lane: egress
+    policy: wide
+    warm: 0
+    warm_max: 0
+    ttl: { default_seconds: 300, max_seconds: 900 }
+certs: { ca_cert: $E2E_TMP/ca.pem, ca_key: $E2E_TMP/ca.key }
+YAML
+
+# --- helpers --------------------------------------------------------------
+# req VIA TOKEN METHOD PATH [curl args...]: one request, over "tcp" (in the
+# daemon's namespace) or "unix"; TOKEN empty sends none. Sets ST (the
+# status), B (the body); the headers are in $HDR.
+HDR=$E2E_TMP/hdr
+BODY=$E2E_TMP/body
+ST='' B=''
+req() {
+	local via=$1 tok=$2 m=$3 p=$4
+	shift 4
+	local -a c=(curl -sS -m 60 -o "$BODY" -D "$HDR" -w '%{http_code}' -X "$m")
+	[ -n "$tok" ] && c+=(-H "Authorization: Bearer $tok")
+	if [ "$via" = tcp ]; then
+		ST=$(T "${c[@]}" "$@" "http://127.0.0.1:$PORT$p" 2>"$E2E_TMP/curl.err") || true
+	else
+		ST=$("${c[@]}" --unix-socket "$SOCK" "$@" "http://sluice$p" 2>"$E2E_TMP/curl.err") || true
+	fi
+	if grep -qi '^content-type: application/octet-stream' "$HDR" 2>/dev/null; then
+		B=    # bytes: read them from $BODY
+	else
+		B=$(cat "$BODY" 2>/dev/null || true)
+	fi
+}
+JS=(-H 'Content-Type: application/json' --data-binary)
+# The callers: a tenant over TCP, the operator on the unix socket.
+acme() { req tcp "$ACME" "$@"; }
+other() { req tcp "$OTHER" "$@"; }
+op() { req unix "" "$@"; }
+
+# j EXPR: EXPR (python, d = the JSON body B) printed; JSON for lists,
+# dicts, booleans and null.
+j() {
+	"$PY" -c 'import json,sys
+try:
+    d = json.loads(sys.stdin.read())
+    r = eval(sys.argv[1])
+except Exception as e:
+    print("<%s: %s>" % (type(e).__name__, e)); sys.exit(0)
+print(r if isinstance(r, str) else json.dumps(r))' "$1" <<<"$B"
+}
+# is EXPR VALUE: j EXPR prints VALUE (echoes what it got otherwise).
+is() {
+	local got
+	got=$(j "$1")
+	[ "$got" = "$2" ] && return 0
+	echo "    $1 = $got (wanted $2); status $ST; body: ${B:0:400}" >&2
+	return 1
+}
+status() { # WANTED
+	[ "$ST" = "$1" ] && return 0
+	echo "    status $ST (wanted $1); body: ${B:0:400}" >&2
+	return 1
+}
+header() { grep -iq "^$1" "$HDR"; }
+quiet() { "$@" >/dev/null 2>&1; }
+
+# The link name of an address in the fleet: slv + the address in hex.
+ifname_of() {
+	local IFS=.
+	# shellcheck disable=SC2086
+	set -- $1
+	printf 'slv%02x%02x%02x%02x' "$1" "$2" "$3" "$4"
+}
+link_gone() { ! ip -n "$FLEET" link show "$(ifname_of "$1")" >/dev/null 2>&1; }
+slv_links() { ip -n "$FLEET" -o link show 2>/dev/null | grep -c ': slv' || true; }
+
+# A sandbox's cgroup directories (one per v1 hierarchy, or one on v2),
+# found by its id only, and the processes in them.
+cg_dirs() { find /sys/fs/cgroup -maxdepth 8 -type d -name "$1" 2>/dev/null; }
+cg_pids() {
+	local d
+	for d in $(cg_dirs "$1"); do cat "$d/cgroup.procs" 2>/dev/null || true; done | sort -u
+}
+# No process of these pids is still in a cgroup named ID.
+pids_gone() { # ID PID...
+	local id=$1 p
+	shift
+	for p in "$@"; do
+		grep -qs "/$id\$" "/proc/$p/cgroup" && { echo "    $p still in $id" >&2; return 1; }
+	done
+	return 0
+}
+
+# Every claim id this test was ever given.
+SEEN=$E2E_TMP/ids
+: >"$SEEN"
+# claim VIA TOKEN JSON: POST /v1/claims; sets ID and ADDR on a 201.
+ID='' ADDR=''
+claim() {
+	req "$1" "$2" POST /v1/claims "${JS[@]}" "$3"
+	ID='' ADDR=''
+	if [ "$ST" = 201 ]; then
+		ID=$(j 'd["id"]')
+		ADDR=$(j 'd["address"]')
+		echo "$ID" >>"$SEEN"
+	fi
+}
+
+# info_pool NAME FIELD: the field of a pool in GET /v1/info.
+info_pool() {
+	local b
+	b=$(curl -sS -m 10 --unix-socket "$SOCK" http://sluice/v1/info 2>/dev/null) || return 1
+	"$PY" -c 'import json,sys
+for p in json.loads(sys.argv[1])["pools"]:
+    if p["name"] == sys.argv[2]: print(p[sys.argv[3]])' "$b" "$1" "$2"
+}
+# wait_warm NAME N SECONDS
+wait_warm() {
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do
+		[ "$(info_pool "$1" warm 2>/dev/null)" = "$2" ] && return 0
+		sleep 0.1
+	done
+	echo "    pool $1: warm $(info_pool "$1" warm) after $3 s (wanted $2)" >&2
+	return 1
+}
+# settled: every pool's warm == target and nothing booting (up to 20 s).
+settled() {
+	local i b
+	for ((i = 0; i < 200; i++)); do
+		b=$(curl -sS -m 10 --unix-socket "$SOCK" http://sluice/v1/info 2>/dev/null) || true
+		"$PY" -c 'import json,sys
+ps = json.loads(sys.argv[1])["pools"]
+sys.exit(0 if all(p["warm"] == p["target"] and p["booting"] == 0 for p in ps) else 1)' "$b" 2>/dev/null &&
+			return 0
+		sleep 0.1
+	done
+	echo "    not settled: $b" >&2
+	return 1
+}
+warm_total() {
+	curl -sS -m 10 --unix-socket "$SOCK" http://sluice/v1/info |
+		"$PY" -c 'import json,sys; print(sum(p["warm"] for p in json.load(sys.stdin)["pools"]))'
+}
+# Our sandboxes' cgroup names: the ones holding a child of the daemon
+# (the sandbox's init), or named by an id we were given.
+our_cgroups() {
+	local d p pp
+	while read -r d; do
+		for p in $(cat "$d/cgroup.procs" 2>/dev/null); do
+			pp=$(awk '/^PPid:/ { print $2 }' "/proc/$p/status" 2>/dev/null || true)
+			[ "$pp" = "$PID" ] && { basename "$d"; break; }
+		done
+	done < <(find /sys/fs/cgroup -maxdepth 8 -type d -name 'sbx-*' 2>/dev/null)
+	while read -r id; do
+		if [ -n "$id" ] && [ -n "$(cg_dirs "$id")" ]; then echo "$id"; fi
+	done <"$SEEN"
+	return 0
+}
+our_cgroup_count() { our_cgroups | sort -u | grep -c . || true; }
+
+dump_log() { echo "--- the daemon's log (last 80 lines):" >&2; tail -n 80 "$LOG" >&2; }
+
+# --- start ------------------------------------------------------------------
+# Not `ip netns exec`: it gives the daemon a slave mount namespace, and the
+# fleet namespace it binds under /run/netns must be seen from here.
+PID=
+start_daemon() {
+	nsenter --net="/run/netns/$gw" "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>>"$LOG" &
+	PID=$!
+	track "$PID"
+	wait_for "$LOG" "sluiced [0-9.]+ started" 10 || return 1
+	for _ in $(seq 100); do [ -S "$SOCK" ] && return 0; sleep 0.1; done
+	return 1
+}
+if ! start_daemon; then
+	fail "the daemon starts"
+	dump_log
+	finish
+fi
+pass "the daemon starts"
+check "the API socket is mode 0600" test "$(stat -c %a "$SOCK")" = 600
+check "the fleet namespace exists" test -e "/run/netns/$FLEET"
+
+# --- 1. authentication ------------------------------------------------------
+req tcp "" GET /v1/sandboxes
+check "TCP without a token: 401, JSON error, WWW-Authenticate: Bearer, Sluice-Reason" \
+	eval 'status 401 && is "d[\"error\"][\"code\"]" unauthorized && header "WWW-Authenticate: Bearer" && header "Sluice-Reason: unauthorized"'
+req tcp "not-a-token" GET /v1/sandboxes
+check "TCP with a token nobody has: 401" eval 'status 401 && is "d[\"error\"][\"code\"]" unauthorized'
+acme GET /v1/pools
+check "a tenant key on GET /v1/pools: 403 operator-only" eval 'status 403 && is "d[\"error\"][\"code\"]" operator-only'
+acme GET /v1/info
+check "a tenant key on GET /v1/info: 403 operator-only" eval 'status 403 && is "d[\"error\"][\"code\"]" operator-only'
+req tcp "$SL_E2E_OPTOK" GET /v1/pools
+check "the operator token over TCP: GET /v1/pools 200" status 200
+op GET /v1/info
+check "the unix socket without a token is the operator: GET /v1/info 200" \
+	eval 'status 200 && is "sorted(p[\"name\"] for p in d[\"pools\"])" "[\"cold\", \"warm\"]"'
+req unix "not-a-token" GET /v1/info
+check "the unix socket with a token nobody has: 401" status 401
+op GET /v1/nothing-here
+check "an unknown path: 404 not-found" eval 'status 404 && is "d[\"error\"][\"code\"]" not-found'
+op DELETE /v1/info
+check "a wrong method: 405 method-not-allowed" eval 'status 405 && is "d[\"error\"][\"code\"]" method-not-allowed'
+acme POST /v1/claims -H 'Content-Type: text/plain' --data-binary '{"pool":"warm"}'
+check "a claim that is not JSON by its type: 415" status 415
+acme POST /v1/claims "${JS[@]}" '{"pool":'
+check "a claim body that is not JSON: 400 bad-json" eval 'status 400 && is "d[\"error\"][\"code\"]" bad-json'
+
+# --- 2. a warm claim --------------------------------------------------------
+check "pool warm fills to 2" wait_warm warm 2 30
+claim tcp "$ACME" '{"pool":"warm","env":{"FOO":"bar"},"labels":{"job":"42"}}'
+A1=$ID A1_ADDR=$ADDR A1_BODY=$B
+check "acme claims from warm: 201, tier warm, state claimed, tenant acme" \
+	eval 'status 201 && is "d[\"tier\"]" warm && is "d[\"state\"]" claimed && is "d[\"tenant\"]" acme && is "d[\"pool\"]" warm'
+check "the id looks like sbx-<16 hex> ($A1)" eval '[[ $A1 =~ ^sbx-[0-9a-f]{16}$ ]]'
+check "the address is in the lane's subnet ($A1_ADDR)" \
+	eval '[[ $A1_ADDR =~ ^10\.88\.1\.([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -ge 2 ] && [ "${BASH_REMATCH[1]}" -le 254 ]'
+check "layer.version is 16 hex digits, policy wide, acme's egress" \
+	eval '[[ $(j "d[\"layer\"][\"version\"]") =~ ^[0-9a-f]{16}$ ]] && is "d[\"layer\"][\"policy\"]" wide &&
+	      is "d[\"layer\"][\"tenant_egress\"]" "[\"origin.test\", \"example.com\"]"'
+check "proxy URLs point at the lane's doors" \
+	eval 'is "d[\"proxy\"][\"http\"]" http://10.88.1.1:3128 && is "d[\"proxy\"][\"https\"]" http://10.88.1.1:3128 && is "d[\"proxy\"][\"socks\"]" socks5h://10.88.1.1:1080'
+check "expires_at and ttl_seconds 600 (the pool's default), labels kept" \
+	eval 'is "d[\"ttl_seconds\"]" 600 && [[ $(j "d[\"expires_at\"]") =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$ ]] && is "d[\"labels\"]" "{\"job\": \"42\"}"'
+A1_VER=$(B=$A1_BODY j 'd["layer"]["version"]')
+check "the sandbox's link is up in the fleet ($(ifname_of "$A1_ADDR"))" \
+	quiet ip -n "$FLEET" link show "$(ifname_of "$A1_ADDR")"
+check "pool warm refills to 2" wait_warm warm 2 20
+
+# --- 3. a cold claim --------------------------------------------------------
+claim tcp "$ACME" '{"pool":"cold","ttl_seconds":120}'
+A2=$ID
+check "a claim from the empty pool cold: 201, tier cold" eval 'status 201 && is "d[\"tier\"]" cold && is "d[\"ttl_seconds\"]" 120'
+check "pool cold stays empty" test "$(info_pool cold warm) $(info_pool cold claimed)" = "0 1"
+
+# --- 4. exec ----------------------------------------------------------------
+acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sh","-c","echo out; echo err >&2; exit 3"]}'
+check "exec: stdout, stderr and the exit code" \
+	eval 'status 200 && is "d[\"stdout\"] == \"out\\n\"" true && is "d[\"stderr\"] == \"err\\n\"" true && is "d[\"exit_code\"]" 3 && is "d[\"timed_out\"]" false && is "d[\"truncated\"]" false'
+acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sh","-c","echo $FOO $BAR $http_proxy"],"env":{"BAR":"baz"}}'
+check "exec: the claim's env, the exec's env and the proxy variables" \
+	is 'd["stdout"] == "bar baz http://10.88.1.1:3128\n"' true
+acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sh","-c","pwd; cat"],"cwd":"/tmp","stdin":"fed in"}'
+check "exec: cwd and stdin" is 'd["stdout"] == "/tmp\nfed in"' true
+t0=$(date +%s%N)
+acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sleep","5"],"timeout_seconds":1}'
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "exec: timeout_seconds 1 with sleep 5 -> timed_out, in ${ms} ms" \
+	eval 'status 200 && is "d[\"timed_out\"]" true && [ $ms -lt 4000 ]'
+acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sh","-c","kill -9 $$"]}'
+check "exec: killed by a signal -> exit_code null, signal 9" eval 'is "d[\"exit_code\"]" null && is "d[\"signal\"]" 9'
+acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sh","-c","yes aaaaaaa | head -c 3145728; echo done >&2"]}'
+n=$(j 'len(d["stdout"])')
+check "exec: 3 MiB of output -> truncated, stdout kept at most 1 MiB ($n bytes)" \
+	eval 'status 200 && is "d[\"truncated\"]" true && [ "$n" -gt 0 ] 2>/dev/null && [ "$n" -le 1048576 ] && is "d[\"stderr\"] == \"done\\n\"" true && is "d[\"exit_code\"]" 0'
+acme POST "/v1/sandboxes/$A1/exec" -H 'Accept: application/x-ndjson' "${JS[@]}" '{"argv":["sh","-c","echo hi; echo oops >&2; exit 2"]}'
+cat > "$E2E_TMP/nd.py" <<'PY'
+import base64, json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+kinds = [e["event"] for e in ev]
+out = b"".join(base64.b64decode(e["data"]) for e in ev if e["event"] == "stdout")
+err = b"".join(base64.b64decode(e["data"]) for e in ev if e["event"] == "stderr")
+ok = (kinds[0] == "started" and kinds[-1] == "exit" and out == b"hi\n" and err == b"oops\n"
+      and ev[-1]["exit_code"] == 2 and ev[-1]["timed_out"] is False)
+if not ok:
+    print("    events: %r" % ev, file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+check "exec streamed: application/x-ndjson with started, stdout, stderr, exit lines" \
+	eval 'status 200 && header "Content-Type: application/x-ndjson" && "$PY" "$E2E_TMP/nd.py" "$BODY"'
+acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["true"],"stream":true}'
+check "exec streamed by \"stream\": true" eval 'status 200 && header "Content-Type: application/x-ndjson" && grep -q "\"exit\"" "$BODY"'
+acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"env":{}}'
+check "exec without argv: 400 bad-request" eval 'status 400 && is "d[\"error\"][\"code\"]" bad-request'
+
+# --- 5. files ---------------------------------------------------------------
+head -c 5M /dev/urandom >"$E2E_TMP/five"
+SUM5=$(sha256sum <"$E2E_TMP/five" | cut -d' ' -f1)
+acme PUT "/v1/sandboxes/$A1/files?path=/tmp/five&mode=0640" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$E2E_TMP/five"
+check "files: PUT 5 MiB -> 201 with its size" eval 'status 201 && is "d[\"bytes\"]" 5242880 && is "d[\"path\"]" /tmp/five'
+acme GET "/v1/sandboxes/$A1/files?path=/tmp/five"
+check "files: GET it back, same sha256" \
+	eval 'status 200 && header "Content-Type: application/octet-stream" && [ "$(sha256sum <"$BODY" | cut -d" " -f1)" = "$SUM5" ]'
+acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sh","-c","stat -c \"%s %a\" /tmp/five"]}'
+check "files: the guest sees the file with its size and mode" is 'd["stdout"] == "5242880 640\n"' true
+acme GET "/v1/sandboxes/$A1/files?path=/tmp"
+check "files: GET of a directory lists it" \
+	eval 'status 200 && is "d[\"path\"]" /tmp && is "[(e[\"type\"], e[\"size\"]) for e in d[\"entries\"] if e[\"name\"] == \"five\"]" "[[\"file\", 5242880]]"'
+acme GET "/v1/sandboxes/$A1/files?path=/tmp/nothing-here"
+check "files: GET of a missing path -> 404 not-found" eval 'status 404 && is "d[\"error\"][\"code\"]" not-found'
+acme GET "/v1/sandboxes/$A1/files?path=tmp/five"
+check "files: GET of a path without a leading / -> 400" eval 'status 400 && is "d[\"error\"][\"code\"]" bad-request'
+acme PUT "/v1/sandboxes/$A1/files?path=tmp/x" -H 'Content-Type: application/octet-stream' --data-binary x
+check "files: PUT of a path without a leading / -> 400" status 400
+acme PUT "/v1/sandboxes/$A1/files?path=/no/such/dir/x" -H 'Content-Type: application/octet-stream' --data-binary x
+check "files: PUT under a missing directory fails (4xx: $ST)" eval '[[ $ST =~ ^4 ]]'
+
+# --- 6. tenants are isolated ------------------------------------------------
+other GET "/v1/sandboxes/$A1"
+check "other: GET of acme's sandbox -> 404" eval 'status 404 && is "d[\"error\"][\"code\"]" not-found'
+other DELETE "/v1/sandboxes/$A1"
+check "other: DELETE of acme's sandbox -> 404" status 404
+other POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["true"]}'
+check "other: exec in acme's sandbox -> 404" status 404
+other GET "/v1/sandboxes/$A1/files?path=/tmp/five"
+check "other: files of acme's sandbox -> 404" status 404
+other PUT "/v1/sandboxes/$A1/files?path=/tmp/evil" -H 'Content-Type: application/octet-stream' --data-binary x
+check "other: PUT a file into acme's sandbox -> 404" status 404
+other GET /v1/sandboxes
+check "other: GET /v1/sandboxes lists nothing of acme's" \
+	eval 'status 200 && is "[s[\"id\"] for s in d[\"sandboxes\"] if s[\"tenant\"] != \"other\"]" "[]"'
+other GET /v1/sandboxes/sbx-0000000000000000
+check "other: a sandbox that does not exist is the same 404" eval 'status 404 && is "d[\"error\"][\"code\"]" not-found'
+acme GET "/v1/sandboxes/$A1"
+check "acme's sandbox is untouched by other's attempts" eval 'status 200 && is "d[\"state\"]" claimed'
+acme GET /v1/sandboxes
+check "acme: GET /v1/sandboxes lists its two claims" \
+	eval 'status 200 && is "sorted(s[\"id\"] for s in d[\"sandboxes\"])" "$("$PY" -c "import json,sys; print(json.dumps(sorted(sys.argv[1:])))" "$A1" "$A2")"'
+op GET /v1/sandboxes
+check "the operator sees acme's claims" eval 'is "len([s for s in d[\"sandboxes\"] if s[\"tenant\"] == \"acme\"])" 2'
+
+# --- 7. max_claims ----------------------------------------------------------
+claim tcp "$ACME" '{"pool":"warm"}'
+A3=$ID
+check "acme's 3rd live claim: 201" status 201
+claim tcp "$ACME" '{"pool":"warm"}'
+check "acme's 4th live claim: 429 too-many-claims" eval 'status 429 && is "d[\"error\"][\"code\"]" too-many-claims'
+claim tcp "$OTHER" '{"pool":"cold"}'
+O1=$ID
+check "other (no max_claims) still claims meanwhile" status 201
+acme DELETE "/v1/sandboxes/$A3"
+check "acme releases its 3rd" is 'd["result"]' released
+
+# --- 8. PUT /v1/pools while a claim is live ----------------------------------
+op GET /v1/pools
+POOLS0=$B
+check "GET /v1/pools: warm with policy wide" \
+	eval 'status 200 && is "[(p[\"name\"], p[\"policy\"], p[\"warm\"], p[\"warm_max\"]) for p in d[\"pools\"]]" "[[\"warm\", \"wide\", 2, 4], [\"cold\", \"wide\", 0, 0]]"'
+NEWPOOLS=$("$PY" -c 'import json,sys
+d = json.loads(sys.argv[1])
+for p in d["pools"]:
+    if p["name"] == "warm": p["policy"] = "narrow"
+print(json.dumps(d))' "$POOLS0")
+op PUT /v1/pools "${JS[@]}" "$NEWPOOLS"
+check "PUT /v1/pools switches warm to policy narrow: 200 with the new set" \
+	eval 'status 200 && is "[p[\"policy\"] for p in d[\"pools\"] if p[\"name\"] == \"warm\"]" "[\"narrow\"]"'
+acme GET "/v1/sandboxes/$A1"
+check "the live claim keeps its layer (version $A1_VER, policy wide)" \
+	eval 'status 200 && is "d[\"layer\"][\"version\"]" "$A1_VER" && is "d[\"layer\"][\"policy\"]" wide'
+claim tcp "$ACME" '{"pool":"warm"}'
+A4=$ID
+A4_VER=$(j 'd["layer"]["version"]')
+check "a new claim gets a new layer ($A4_VER) with policy narrow" \
+	eval 'status 201 && is "d[\"layer\"][\"policy\"]" narrow && [ -n "$A4_VER" ] && [ "$A4_VER" != "$A1_VER" ]'
+# Their traffic: origin.test is allowed by wide (the gateway then fails
+# to resolve it: no DNS here) and refused by narrow (403 before any DNS).
+acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sh","-c","wget -q -O /dev/null http://origin.test/ 2>&1; true"],"timeout_seconds":10}'
+OLD_OUT=$(j 'd["stdout"]')
+acme POST "/v1/sandboxes/$A4/exec" "${JS[@]}" '{"argv":["sh","-c","wget -q -O /dev/null http://origin.test/ 2>&1; true"],"timeout_seconds":10}'
+NEW_OUT=$(j 'd["stdout"]')
+check "the old claim's traffic still follows wide (not refused: $OLD_OUT)" \
+	eval '[[ $OLD_OUT == *"HTTP/1."* && $OLD_OUT != *403* ]]'
+check "the new claim's traffic follows narrow (refused: $NEW_OUT)" eval '[[ $NEW_OUT == *403* ]]'
+op GET /v1/pools
+POOLS1=$B
+BADPOOLS=$("$PY" -c 'import json,sys
+d = json.loads(sys.argv[1])
+d["pools"][0]["warm"] = d["pools"][0]["warm_max"] + 1
+d["pools"][1]["policy"] = "nosuch"
+print(json.dumps(d))' "$POOLS1")
+op PUT /v1/pools "${JS[@]}" "$BADPOOLS"
+check "a PUT with two errors: 400 bad-request, details naming pools[0].warm and pools[1].policy" \
+	eval 'status 400 && is "d[\"error\"][\"code\"]" bad-request &&
+	      is "len(d[\"error\"][\"details\"])" 2 &&
+	      is "any(x.startswith(\"pools[0].warm\") for x in d[\"error\"][\"details\"])" true &&
+	      is "any(x.startswith(\"pools[1].policy\") and \"nosuch\" in x for x in d[\"error\"][\"details\"])" true'
+op GET /v1/pools
+check "GET /v1/pools is unchanged after the refused PUT" \
+	eval '[ "$("$PY" -c "import json,sys; print(json.loads(sys.argv[1]) == json.loads(sys.argv[2]))" "$B" "$POOLS1")" = True ]'
+op PUT /v1/pools "${JS[@]}" '{"pools":[{"name":"warm","lane":"egress","policy":"wide","bogus":1}]}'
+check "a PUT with an unknown key: 400 naming pools[0].bogus" \
+	eval 'status 400 && is "any(\"pools[0]\" in x and \"bogus\" in x for x in d[\"error\"][\"details\"])" true'
+acme PUT /v1/pools "${JS[@]}" "$POOLS0"
+check "a tenant cannot PUT /v1/pools: 403" status 403
+acme DELETE "/v1/sandboxes/$A4"
+check "acme releases the narrow claim" is 'd["result"]' released
+
+# --- 9. lease expiry -----------------------------------------------------------
+# Within about 3 s of the claim: shown reaped, and torn down (a reaped
+# claim shows its state as soon as its end begins; the teardown follows).
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+t0=$(now_ms)
+claim tcp "$ACME" '{"pool":"cold","ttl_seconds":1}'
+A5=$ID A5_ADDR=$ADDR
+check "a claim with ttl_seconds 1" eval 'status 201 && is "d[\"ttl_seconds\"]" 1'
+reaped=
+while [ $(($(now_ms) - t0)) -lt 3500 ]; do
+	acme GET "/v1/sandboxes/$A5"
+	[ "$(j 'd.get("state")')" = reaped ] && { reaped=$(($(now_ms) - t0)); break; }
+	sleep 0.1
+done
+check "within ~3 s it is shown reaped (after ${reaped:-no} ms: $ST ${B:0:100})" test -n "$reaped"
+acme DELETE "/v1/sandboxes/$A5"
+check "DELETE of a reaped claim: already-reaped" eval 'status 200 && is "d[\"result\"]" already-reaped'
+gone=
+while [ $(($(now_ms) - t0)) -lt 3500 ]; do
+	link_gone "$A5_ADDR" && [ -z "$(cg_dirs "$A5")" ] && { gone=$(($(now_ms) - t0)); break; }
+	sleep 0.05
+done
+check "... within ~3 s of the claim (${gone:-no} ms) its link ($(ifname_of "$A5_ADDR")) is gone from the fleet" \
+	link_gone "$A5_ADDR"
+check "... and its cgroups are gone" test -z "$(cg_dirs "$A5")"
+
+# --- 10. TTL edges ------------------------------------------------------------
+# Each claim is released at once (acme holds A1 and A2 meanwhile).
+ttl_claim() { # JSON -> ST, B; releases what it got
+	claim tcp "$ACME" "$1"
+	local b=$B s=$ST
+	[ -n "$ID" ] && acme DELETE "/v1/sandboxes/$ID"
+	B=$b ST=$s
+}
+ttl_claim '{"pool":"cold","ttl_seconds":0}'
+check "ttl_seconds 0 -> the pool's default (300)" eval 'status 201 && is "d[\"ttl_seconds\"]" 300'
+ttl_claim '{"pool":"cold"}'
+check "no ttl_seconds -> the pool's default (300)" eval 'status 201 && is "d[\"ttl_seconds\"]" 300'
+ttl_claim '{"pool":"cold","ttl_seconds":-5}'
+check "ttl_seconds -5 -> 1" eval 'status 201 && is "d[\"ttl_seconds\"]" 1'
+ttl_claim '{"pool":"cold","ttl_seconds":9223372036854775807}'
+check "ttl_seconds 2^63-1 -> the pool's max (900)" eval 'status 201 && is "d[\"ttl_seconds\"]" 900'
+ttl_claim '{"pool":"cold","ttl_seconds":-9223372036854775808}'
+check "ttl_seconds -2^63 -> 1" eval 'status 201 && is "d[\"ttl_seconds\"]" 1'
+ttl_claim '{"pool":"cold","ttl_seconds":99999999999999999999}'
+check "ttl_seconds beyond 64 bits -> 400" status 400
+check "... with code bad-json (the JSON parser refuses it), as docs/api.md says" is 'd["error"]["code"]' bad-json
+ttl_claim '{"pool":"cold","ttl_seconds":"60"}'
+check "ttl_seconds \"60\" (a string) -> 400 naming ttl_seconds" \
+	eval 'status 400 && is "d[\"error\"][\"code\"]" bad-request && [[ $(j "d[\"error\"][\"message\"]") == *ttl_seconds* ]]'
+ttl_claim '{"pool":"cold","ttl_seconds":1.5}'
+check "ttl_seconds 1.5 -> 400" eval 'status 400 && is "d[\"error\"][\"code\"]" bad-request'
+ttl_claim '{"pool":"cold","ttl_seconds":1e3}'
+check "ttl_seconds 1e3 (a real) -> 400" status 400
+ttl_claim '{"pool":"nosuch"}'
+check "an unknown pool -> 404 unknown-pool" eval 'status 404 && is "d[\"error\"][\"code\"]" unknown-pool'
+ttl_claim '{"ttl_seconds":5}'
+check "no pool -> 400" status 400
+ttl_claim '{"pool":"cold","env":{"1BAD":"x"}}'
+check "a bad env name -> 400" status 400
+
+# --- 11. release ------------------------------------------------------------
+A2_ADDR=$(acme GET "/v1/sandboxes/$A2" && j 'd["address"]')
+# A process of its own that outlives the exec that started it.
+acme POST "/v1/sandboxes/$A2/exec" "${JS[@]}" '{"argv":["sh","-c","sleep 300 </dev/null >/dev/null 2>&1 &"]}'
+A2_PIDS=$(cg_pids "$A2")
+check "the sandbox's processes are found by its cgroup ($(echo $A2_PIDS))" test -n "$A2_PIDS"
+acme DELETE "/v1/sandboxes/$A2"
+check "DELETE -> released" eval 'status 200 && is "d[\"result\"]" released && is "d[\"id\"]" "$A2"'
+acme DELETE "/v1/sandboxes/$A2"
+check "DELETE again -> already-released" eval 'status 200 && is "d[\"result\"]" already-released'
+acme GET "/v1/sandboxes/$A2"
+check "GET shows it released, without counters" \
+	eval 'status 200 && is "d[\"state\"]" released && is "\"counters\" in d" false'
+acme POST "/v1/sandboxes/$A2/exec" "${JS[@]}" '{"argv":["true"]}'
+check "exec in a released sandbox -> 409 sandbox-ended" eval 'status 409 && is "d[\"error\"][\"code\"]" sandbox-ended'
+# shellcheck disable=SC2086
+check "its processes are gone" pids_gone "$A2" $A2_PIDS
+check "its cgroups are gone" test -z "$(cg_dirs "$A2")"
+check "its link ($(ifname_of "$A2_ADDR")) is gone" link_gone "$A2_ADDR"
+acme GET "/v1/sandboxes/$A1"
+check "a live claim shows counters" eval 'status 200 && is "sorted(d[\"counters\"])" "[\"rx_bytes\", \"rx_packets\", \"tx_bytes\", \"tx_packets\"]"'
+acme DELETE "/v1/sandboxes/$A1"
+check "A1 released" is 'd["result"]' released
+other DELETE "/v1/sandboxes/$O1"
+check "other releases its claim" is 'd["result"]' released
+
+# --- 12. the CLI ----------------------------------------------------------------
+if [ ! -x "$CLI" ]; then
+	fail "the CLI is built ($CLI)"
+else
+	S() { "$CLI" --api "unix:$SOCK" "$@"; }
+	CID=$(S claim -q --pool warm 2>"$E2E_TMP/cli.err") || true
+	check "sluice claim -q prints an id ($CID)" eval '[[ $CID =~ ^sbx-[0-9a-f]{16}$ ]]'
+	echo "$CID" >>"$SEEN"
+	check "sluice ls lists it" eval 'S ls | grep -q -- "$CID"'
+	check "sluice --json ls is the API's JSON" \
+		eval 'S --json ls | "$PY" -c "import json,sys; sys.exit(0 if \"$CID\" in [s[\"id\"] for s in json.load(sys.stdin)[\"sandboxes\"]] else 1)"'
+	check "sluice show ID" eval 'S show "$CID" | grep -q -- "$CID"'
+	out=$(S exec "$CID" -- sh -c 'echo out; exit 7' 2>/dev/null) && rc=0 || rc=$?
+	check "sluice exec ID -- sh -c 'echo out; exit 7' prints out and exits 7 ($out, $rc)" \
+		test "$out $rc" = "out 7"
+	out=$(S exec "$CID" -- sh -c 'echo err >&2' 2>&1 >/dev/null) && rc=0 || rc=$?
+	check "sluice exec: stderr to stderr ($out, $rc)" test "$out $rc" = "err 0"
+	head -c 300K /dev/urandom >"$E2E_TMP/cpin"
+	check "sluice cp localfile ID:/tmp/x" S cp "$E2E_TMP/cpin" "$CID:/tmp/x"
+	check "sluice cp ID:/tmp/x back" S cp "$CID:/tmp/x" "$E2E_TMP/cpout"
+	check "... the round trip keeps every byte" cmp -s "$E2E_TMP/cpin" "$E2E_TMP/cpout"
+	out=$(echo piped | S cp - "$CID:/tmp/p" && S cp "$CID:/tmp/p" -) || true
+	check "sluice cp with - both ways ($out)" test "$out" = piped
+	S cp "$CID:/tmp/nothing-here" "$E2E_TMP/none" 2>"$E2E_TMP/cli.err" && rc=0 || rc=$?
+	check "sluice cp of a missing file exits 1 with a message ($(head -c 100 "$E2E_TMP/cli.err"))" \
+		eval '[ $rc = 1 ] && [ -s "$E2E_TMP/cli.err" ]'
+	check "sluice rm ID" quiet S rm "$CID"
+	check "the CLI's claim is released" eval 'op GET "/v1/sandboxes/$CID"; is "d[\"state\"]" released'
+	S show sbx-0000000000000000 >/dev/null 2>"$E2E_TMP/cli.err" && rc=0 || rc=$?
+	check "sluice show of an unknown id exits 1" eval '[ $rc = 1 ] && [ -s "$E2E_TMP/cli.err" ]'
+	check "sluice pools get shows both pools" eval 'S pools get | grep -q warm && S pools get | grep -q cold'
+	cat > "$E2E_TMP/bad-pools.yaml" <<'YAML'
+pools:
+  - { name: warm, template: busybox, lane: egress, policy: nosuch, warm: 5, warm_max: 1 }
+YAML
+	S pools apply "$E2E_TMP/bad-pools.yaml" >"$E2E_TMP/cli.out" 2>"$E2E_TMP/cli.err" && rc=0 || rc=$?
+	check "sluice pools apply with errors shows the pools[...] paths and exits 1 (rc $rc: $(tr '\n' ' ' <"$E2E_TMP/cli.err" | head -c 200))" \
+		eval '[ $rc = 1 ] && grep -q "pools\[0\]" "$E2E_TMP/cli.err"'
+	cat > "$E2E_TMP/pools.yaml" <<'YAML'
+pools:
+  - { name: warm, template: busybox, lane: egress, policy: wide, warm: 2, warm_max: 4, ttl: { default_seconds: 600, max_seconds: 3600 } }
+  - { name: cold, template: busybox, lane: egress, policy: wide, warm: 0, warm_max: 0, ttl: { default_seconds: 300, max_seconds: 900 } }
+YAML
+	check "sluice pools apply file.yaml (warm back to wide)" quiet S pools apply "$E2E_TMP/pools.yaml"
+	op GET /v1/pools
+	check "... and the API shows it" is '[p["policy"] for p in d["pools"]]' '["wide", "wide"]'
+	check "sluice info" eval 'S info | grep -q warm'
+	S bogus >/dev/null 2>&1 && rc=0 || rc=$?
+	check "a bad command: exit 2" test "$rc" = 2
+	TC() { T env SLUICE_TOKEN="$1" "$CLI" --api "http://127.0.0.1:$PORT" "${@:2}"; }
+	TID=$(TC "$ACME" claim -q --pool cold 2>"$E2E_TMP/cli.err") || true
+	echo "$TID" >>"$SEEN"
+	check "SLUICE_TOKEN over TCP: acme claims ($TID)" eval '[[ $TID =~ ^sbx-[0-9a-f]{16}$ ]]'
+	check "... and sees it in sluice ls" eval 'TC "$ACME" ls | grep -q -- "$TID"'
+	check "... other does not" eval '! TC "$OTHER" ls | grep -q -- "$TID"'
+	TC "$OTHER" show "$TID" >/dev/null 2>&1 && rc=0 || rc=$?
+	check "... other's sluice show of it exits 1" test "$rc" = 1
+	out=$(TC "$ACME" exec "$TID" -- sh -c 'echo $FOO; exit 0' 2>&1) && rc=0 || rc=$?
+	check "... acme execs in it" test "$rc" = 0
+	TC "$ACME" pools get >/dev/null 2>"$E2E_TMP/cli.err" && rc=0 || rc=$?
+	check "... a tenant's sluice pools get exits 1 (operator-only)" \
+		eval '[ $rc = 1 ] && grep -qi "operator" "$E2E_TMP/cli.err"'
+	T "$CLI" --api "http://127.0.0.1:$PORT" ls >/dev/null 2>&1 && rc=0 || rc=$?
+	check "... without SLUICE_TOKEN over TCP: exit 1" test "$rc" = 1
+	check "... acme's sluice rm" quiet TC "$ACME" rm "$TID"
+fi
+
+# --- 13. 100 cycles, 10 at a time ---------------------------------------------
+op GET /v1/sandboxes
+check "before the cycles: no live claim" is 'len(d["sandboxes"])' 0
+cycle() {
+	local i=$1 b id
+	local -a c=(curl -sS -m 60 --unix-socket "$SOCK" -H "Authorization: Bearer $BULK")
+	b=$("${c[@]}" -H 'Content-Type: application/json' -d '{"pool":"warm","ttl_seconds":300}' \
+		-w ' %{http_code}' http://sluice/v1/claims 2>&1) || { echo "fail $i: claim: $b"; return 0; }
+	[[ $b == *' 201' ]] || { echo "fail $i: claim: $b"; return 0; }
+	id=$(grep -o '"id": *"sbx-[0-9a-f]*"' <<<"$b" | grep -o 'sbx-[0-9a-f]*')
+	echo "id $id"
+	b=$("${c[@]}" -H 'Content-Type: application/json' -d "{\"argv\":[\"echo\",\"cycle-$i\"]}" \
+		"http://sluice/v1/sandboxes/$id/exec" 2>&1) || { echo "fail $i: exec: $b"; return 0; }
+	grep -Eq "\"stdout\": ?\"cycle-$i\\\\n\"" <<<"$b" && grep -Eq '"exit_code": ?0[,}]' <<<"$b" ||
+		{ echo "fail $i: exec: $b"; return 0; }
+	b=$("${c[@]}" -X DELETE "http://sluice/v1/sandboxes/$id" 2>&1) || { echo "fail $i: rm: $b"; return 0; }
+	grep -Eq '"result": ?"released"' <<<"$b" || { echo "fail $i: rm: $b"; return 0; }
+	echo "ok $i"
+}
+export -f cycle
+export SOCK BULK
+t0=$(date +%s)
+seq 100 | xargs -P 10 -I{} bash -c 'cycle {}' >"$E2E_TMP/cycles.out" 2>&1 || true
+secs=$(($(date +%s) - t0))
+grep '^id ' "$E2E_TMP/cycles.out" | cut -d' ' -f2 >>"$SEEN"
+nok=$(grep -c '^ok ' "$E2E_TMP/cycles.out" || true)
+check "100 claim/exec/release cycles, 10 at a time, all succeed ($nok in ${secs}s$(grep -m3 '^fail' "$E2E_TMP/cycles.out" | tr '\n' ' ' | head -c 400))" \
+	test "$nok" = 100
+check "... no id was given twice (over the whole test: $(grep -c . "$SEEN"))" \
+	test -z "$(sort "$SEEN" | uniq -d)"
+op GET /v1/sandboxes
+check "... no live claim is left" is 'len(d["sandboxes"])' 0
+check "... GET /v1/info: claimed 0 in every pool" \
+	eval 'op GET /v1/info; is "[p[\"claimed\"] for p in d[\"pools\"]]" "[0, 0]"'
+check "... the pools settle" settled
+nwarm=$(warm_total)
+check "... slv links in the fleet == warm sandboxes ($(slv_links) == $nwarm)" test "$(slv_links)" = "$nwarm"
+check "... no sandbox cgroups beyond the warm ones ($(our_cgroup_count) == $nwarm)" test "$(our_cgroup_count)" = "$nwarm"
+check "... the daemon is still running" kill -0 "$PID"
+
+# --- 14. a clean stop -----------------------------------------------------------
+CGS=$(our_cgroups | sort -u)
+SPIDS=$(for id in $CGS; do cg_pids "$id"; done)
+check "before the stop: the warm sandboxes' processes are found ($(echo $SPIDS | wc -w))" test -n "$SPIDS"
+kill -TERM "$PID"
+rc=
+for _ in $(seq 100); do
+	kill -0 "$PID" 2>/dev/null || { wait "$PID" && rc=0 || rc=$?; break; }
+	sleep 0.1
+done
+check "SIGTERM: the daemon exits 0 within 10 s (rc ${rc:-still running})" test "$rc" = 0
+left=
+for id in $CGS; do [ -n "$(cg_dirs "$id")" ] && left="$left $id"; done
+check "no sandbox cgroup is left ($left)" test -z "$left"
+left=
+for id in $CGS; do
+	# shellcheck disable=SC2086
+	pids_gone "$id" $SPIDS 2>/dev/null || left="$left $id"
+done
+check "no sandbox process is left ($left)" test -z "$left"
+check "fleet_teardown: the fleet namespace is removed" test ! -e "/run/netns/$FLEET"
+check "the API socket is removed" test ! -e "$SOCK"
+
+[ "$E2E_FAILS" = 0 ] || dump_log
+finish
