@@ -29,12 +29,15 @@ check "--check names every error by line and column" \
 # The default configuration names the fleet namespace "sluice" and the
 # control socket /run/sluice/control.sock. The daemon runs in the test's
 # network namespace and in a mount namespace of its own whose /run is a
-# private tmpfs: what it makes there (the fleet namespace's name, the
-# socket) is gone with it, and nothing of the host's /run is touched.
+# private tmpfs, and so is its /var/lib (the compiled-in default keeps
+# its templates in /var/lib/sluice): what it makes there (the fleet
+# namespace's name, the sockets, templates) is gone with it, and nothing
+# of the host's /run or /var/lib is touched.
 # (exec: run as `private ... &`, $! is the daemon itself.)
 private() {
 	exec nsenter --net="/run/netns/$ns" unshare -m --propagation private \
-		sh -c 'mount -t tmpfs sl-e2e-run /run && exec "$@"' sh "$@"
+		sh -c 'mount -t tmpfs sl-e2e-run /run &&
+			mount -t tmpfs sl-e2e-lib /var/lib && exec "$@"' sh "$@"
 }
 
 # The running daemon, on a copy of the default that the test can rewrite.
@@ -48,6 +51,31 @@ private "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>"$E2E_TMP/log" &
 pid=$!
 track "$pid"
 check "the daemon starts" wait_for "$E2E_TMP/log" "sluiced [0-9.]+ started"
+
+# The README's first claim, on the default configuration, with the CLI on
+# the default socket (in the daemon's private /run: entered, by its pid).
+CLI=${SL_BUILD:?SL_BUILD must name the build tree}/cli/sluice
+inside() { nsenter -t "$pid" -m -n "$@"; }
+warm=
+for _ in $(seq 100); do
+	warm=$(inside "$CLI" --json info 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["pools"][0]["warm"])' || true)
+	[ "$warm" = 2 ] && break
+	sleep 0.1
+done
+check "the default pool is warm (2 sandboxes; saw ${warm:-none})" test "$warm" = 2
+id=$(inside "$CLI" claim -q || true)
+check "sluice claim -q prints an id ($id)" grep -Eq '^sbx-[0-9a-f]{16}$' <<<"$id"
+out=$(inside "$CLI" exec "$id" -- sh -c 'echo $HTTPS_PROXY' 2>&1 || true)
+check "the guest's HTTPS_PROXY is the lane's forward door ($out)" test "$out" = "http://10.88.1.1:3128"
+set +e
+out=$(inside "$CLI" exec "$id" -- curl -sS https://github.com 2>&1)
+rc=$?
+set -e
+check "curl in the guest goes through the gateway, which refuses github.com (rc $rc: $out)" \
+	bash -c '[ "$0" = 56 ] && grep -q "CONNECT tunnel failed, response 403" <<<"$1"' "$rc" "$out"
+out=$(inside "$CLI" rm "$id" || true)
+check "sluice rm releases it ($out)" test "$out" = "$id released"
 
 kill -HUP "$pid"
 check "SIGHUP reloads a good file" wait_for "$E2E_TMP/log" "configuration reloaded \(reload 1\)"
