@@ -1,6 +1,9 @@
 /* main.c: sluiced's entry point: options, the configuration, the event loop
  * and its signals. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <getopt.h>
 #include <signal.h>
@@ -58,6 +61,24 @@ api_conf(void *arg)
 	c = conf_ref(dm->conf);
 	pthread_mutex_unlock(&conf_mu);
 	return c;
+}
+
+static bool
+listen_is_loopback(const struct conf_hostport *hp)
+{
+	if (!hp->is_ip)
+		return strcmp(hp->host, "localhost") == 0;
+	if (hp->addr.ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)&hp->addr;
+
+		return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (hp->addr.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)&hp->addr;
+
+		return IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
+	}
+	return false;
 }
 
 static void
@@ -347,6 +368,10 @@ main(int argc, char **argv)
 				rc = -EINVAL;
 				goto out;
 			}
+			if (dm.conf->api.listen.set && !listen_is_loopback(&dm.conf->api.listen))
+				gw_log_warnx("api.listen %s:%u is not a loopback address: bearer "
+					     "tokens cross the network in clear text",
+					     dm.conf->api.listen.host, dm.conf->api.listen.port);
 		}
 		if (dm.conf->daemon.control_socket) {
 			dm.control = gw_control_open(dm.loop, dm.conf->daemon.control_socket,

@@ -310,6 +310,20 @@ visible(const struct pool_sbx *s, const char *tenant)
 	return s->tenant && strcmp(s->tenant, tenant) == 0;
 }
 
+/* Under m->mu: the claim (live or a tombstone) id that tenant may see
+ * (NULL: the operator, any), or NULL. A sandbox not yet lent (warm,
+ * booting, a claim not answered yet) is no claim. */
+static struct pool_sbx *
+claim_find(struct pool_mgr *m, const char *id, const char *tenant)
+{
+	struct pool_sbx *s = sbx_find(m, id);
+
+	/* ready stays set once lent, through ENDING and ENDED. */
+	if (!s || !visible(s, tenant) || !s->ready)
+		return NULL;
+	return s;
+}
+
 static int
 template_get(struct pool_mgr *m, const struct boot_params *bp, const struct sbx_backend **be,
 	     struct sbx_template **t, char *err, size_t errsz)
@@ -1072,9 +1086,8 @@ pool_mgr_release(struct pool_mgr *m, const char *id, const char *tenant, enum po
 	struct pool_sbx *s;
 
 	pthread_mutex_lock(&m->mu);
-	s = sbx_find(m, id);
-	if (!s || !visible(s, tenant) ||
-	    !(s->ready || s->state == POOL_S_ENDED || s->state == POOL_S_ENDING)) {
+	s = claim_find(m, id, tenant);
+	if (!s) {
 		pthread_mutex_unlock(&m->mu);
 		return -ENOENT;
 	}
@@ -1104,9 +1117,8 @@ pool_mgr_get(struct pool_mgr *m, const char *id, const char *tenant, pool_view_f
 	struct pool_sbx *s;
 
 	pthread_mutex_lock(&m->mu);
-	s = sbx_find(m, id);
-	if (!s || !visible(s, tenant) ||
-	    !(s->ready || s->state == POOL_S_ENDED || s->state == POOL_S_ENDING)) {
+	s = claim_find(m, id, tenant);
+	if (!s) {
 		pthread_mutex_unlock(&m->mu);
 		return -ENOENT;
 	}
@@ -1172,9 +1184,8 @@ pool_mgr_use(struct pool_mgr *m, const char *id, const char *tenant, struct pool
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&m->mu);
-	s = sbx_find(m, id);
-	if (!s || !visible(s, tenant) ||
-	    !(s->ready || s->state == POOL_S_ENDED || s->state == POOL_S_ENDING)) {
+	s = claim_find(m, id, tenant);
+	if (!s) {
 		pthread_mutex_unlock(&m->mu);
 		return -ENOENT;
 	}
