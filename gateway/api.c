@@ -1814,3 +1814,9 @@ gw_api_tcp_address(const struct gw_api *a)
 {
 	return a ? a->tcp_addr : "";
 }
+
+int
+gw_api_req_fd(const struct gw_api_req *r)
+{
+	return r->c->fd;
+}

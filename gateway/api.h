@@ -114,6 +114,11 @@ struct json_t *gw_api_body_json(struct gw_api_req *r);
 /* True if the client's Accept names `type` ("application/x-ndjson"). */
 bool gw_api_accepts(const struct gw_api_req *r, const char *type);
 
+/* The connection's socket, for a handler that waits on something else
+ * (an agent) and wants to notice the client leaving: poll it for
+ * POLLRDHUP only (never read it). */
+int gw_api_req_fd(const struct gw_api_req *r);
+
 /* ---- answers ---------------------------------------------------------- */
 
 /* Sends `status` with the JSON object (steals the reference; NULL sends

@@ -663,6 +663,11 @@ use_or_reply(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_i
 
 	if (rc == -ENOENT)
 		gw_api_reply_error(r, 404, "not-found", "no sandbox %s", i->id);
+	else if (rc == -EBUSY)
+		gw_api_reply_error(r, 409, "sandbox-busy",
+				   "sandbox %s ran another command or file transfer for %u s: one "
+				   "at a time per sandbox",
+				   i->id, POOL_USE_WAIT_MS / 1000);
 	else if (rc < 0)
 		gw_api_reply_error(r, 409, "sandbox-ended", "sandbox %s has been released or reaped",
 				   i->id);
@@ -683,16 +688,44 @@ struct exec_state {
 	char *out, *err;
 	size_t out_len, err_len;
 	const char *err_code;
+	int agent_errno;
 	char err_msg[256];
 	const char *stdin_data;
 	size_t stdin_len, stdin_off;
 	bool stdin_ended;
 };
 
+/* Copies a message from the agent, cut on a character boundary and with
+ * bad UTF-8 replaced, so that it can go into JSON. */
+static void
+msg_copy(char *out, size_t outsz, const char *msg)
+{
+	char *clean = gw_utf8_sanitize(msg, strlen(msg), NULL);
+	size_t n;
+
+	snprintf(out, outsz, "%s", clean ? clean : "error");
+	free(clean);
+	n = strlen(out);
+	/* Back off a multibyte sequence the cut left incomplete. */
+	if (n + 1 == outsz) {
+		size_t k = n;
+
+		while (k > 0 && ((unsigned char)out[k - 1] & 0xc0) == 0x80)
+			k--;
+		if (k > 0 && ((unsigned char)out[k - 1] & 0x80)) {
+			unsigned char lead = (unsigned char)out[k - 1];
+			size_t need = (lead >> 5) == 6 ? 2 : (lead >> 4) == 14 ? 3 : 4;
+
+			if (n - (k - 1) < need)
+				out[k - 1] = 0;
+		}
+	}
+}
+
 static void
 stream_event(struct exec_state *s, json_t *ev)
 {
-	if (s->client_gone) {
+	if (s->client_gone || !ev) {
 		json_decref(ev);
 		return;
 	}
@@ -766,8 +799,12 @@ exec_cb(struct sbx_agent_call *k, const struct sbx_agent_event *ev, void *arg)
 		s->call = NULL;
 		break;
 	case SBX_AGENT_EV_ERROR:
-		s->err_code = ev->err == ENOENT ? "not-found" : "agent-error";
-		snprintf(s->err_msg, sizeof(s->err_msg), "%s", ev->message ? ev->message : "error");
+		s->agent_errno = ev->err;
+		s->err_code = ev->err == ETIMEDOUT ? "timeout"
+			      : ev->err == ENOENT || ev->err == EACCES || ev->err == ENOTDIR
+				      ? "bad-request"
+				      : "agent-error";
+		msg_copy(s->err_msg, sizeof(s->err_msg), ev->message ? ev->message : "error");
 		s->done = true;
 		s->call = NULL;
 		break;
@@ -795,26 +832,34 @@ exec_pump(struct exec_state *s)
 }
 
 /* Runs the agent connection until *done; pump (may be NULL) runs before
- * each wait. -errno when the connection failed first. */
+ * each wait. With client >= 0, the client hanging up (or the server
+ * shutting the connection at stop) ends the wait with -ECONNRESET: the
+ * caller cancels its call, which ends the command. -errno when the
+ * connection failed first. */
 static int
-drive(struct sbx_agent_conn *c, bool *done, void (*pump)(void *), void *parg)
+drive(struct sbx_agent_conn *c, int client, bool *done, void (*pump)(void *), void *parg)
 {
 	while (!*done) {
-		struct pollfd p = { .fd = sbx_agent_fd_of(c) };
+		struct pollfd p[2] = { { .fd = sbx_agent_fd_of(c) },
+				       { .fd = client, .events = POLLRDHUP } };
 		int64_t dl, now;
 		int rc, timeout = 1000;
 
 		if (pump)
 			pump(parg);
-		p.events = sbx_agent_want(c, &dl);
-		if (!p.events)
+		if (*done)
+			break;
+		p[0].events = sbx_agent_want(c, &dl);
+		if (!p[0].events)
 			return -EPIPE;
 		now = sbx_agent_now_ms();
 		if (dl >= 0 && dl - now < timeout)
 			timeout = dl <= now ? 0 : (int)(dl - now);
-		if (poll(&p, 1, timeout) < 0 && errno != EINTR)
+		if (poll(p, client >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR)
 			return -errno;
-		rc = sbx_agent_process(c, p.revents, sbx_agent_now_ms());
+		if (client >= 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return -ECONNRESET;
+		rc = sbx_agent_process(c, p[0].revents, sbx_agent_now_ms());
 		if (rc < 0 && !*done)
 			return rc;
 	}
@@ -893,12 +938,20 @@ h_exec(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		pool_mgr_put(v->mgr, &u);
 		goto out;
 	}
-	rc = drive(u.agent, &s.done, exec_pump_fn, &s);
+	rc = drive(u.agent, gw_api_req_fd(r), &s.done, exec_pump_fn, &s);
 	if (rc < 0 && !s.done) {
 		s.err_code = "agent-error";
 		snprintf(s.err_msg, sizeof(s.err_msg), "the sandbox's agent: %s", strerror(-rc));
 		if (s.call)
 			sbx_agent_call_cancel(s.call);
+		s.call = NULL;
+		if (rc == -ECONNRESET) {
+			/* The client left: the command was killed with the
+			 * call; nobody is there to answer. */
+			s.client_gone = true;
+			pool_mgr_put(v->mgr, &u);
+			goto out;
+		}
 	}
 	pool_mgr_put(v->mgr, &u);
 	if (s.stream) {
@@ -915,7 +968,10 @@ h_exec(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		if (!s.client_gone)
 			gw_api_stream_end(r);
 	} else if (s.err_code) {
-		gw_api_reply_error(r, 502, s.err_code, "%s", s.err_msg);
+		gw_api_reply_error(r, strcmp(s.err_code, "timeout") == 0 ? 504
+				   : strcmp(s.err_code, "bad-request") == 0 ? 400
+									    : 502,
+				   s.err_code, "%s", s.err_msg);
 	} else {
 		json_t *res = exit_json(&s, sbx_agent_now_ms() - t0);
 
@@ -966,7 +1022,12 @@ fread_cb(struct sbx_agent_call *k, const struct sbx_agent_event *ev, void *arg)
 		if (!s->client_gone && gw_api_stream_write(s->r, ev->data, ev->len) < 0)
 			s->client_gone = true;
 		s->bytes += ev->len;
-		if (s->client_gone) {
+		if (s->bytes > GW_FILE_MAX && !s->client_gone) {
+			/* It grew past the cap while being read: cut short. */
+			s->failed = true;
+			s->err = EFBIG;
+		}
+		if (s->client_gone || s->failed) {
 			sbx_agent_call_cancel(k);
 			s->done = true;
 		}
@@ -1054,8 +1115,12 @@ h_files_get(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		gw_api_reply_error(r, 502, "agent-error", "cannot read: %s", strerror(-rc));
 		return;
 	}
-	rc = drive(u.agent, &s.done, NULL, NULL);
+	rc = drive(u.agent, gw_api_req_fd(r), &s.done, NULL, NULL);
+	if (rc < 0 && !s.done && s.call)
+		sbx_agent_call_cancel(s.call);
 	pool_mgr_put(v->mgr, &u);
+	if (rc == -ECONNRESET)
+		return;
 	if (rc < 0 && !s.done) {
 		s.failed = true;
 		s.err = -rc;
@@ -1194,7 +1259,10 @@ h_files_put(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		gw_api_reply_error(r, 502, "agent-error", "cannot write %s", path);
 		return;
 	}
-	rc = drive(u.agent, &s.done, fwrite_pump, &s);
+	/* The client is the body's reader here: its end shows there. */
+	rc = drive(u.agent, -1, &s.done, fwrite_pump, &s);
+	if (rc < 0 && !s.done && s.call)
+		sbx_agent_call_cancel(s.call);
 	pool_mgr_put(v->mgr, &u);
 	free(s.buf);
 	if (rc < 0 && !s.done) {

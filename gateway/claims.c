@@ -30,7 +30,8 @@ struct gw_claims {
 	pthread_mutex_t mu;
 	pthread_cond_t jobs_cv, tick_cv;
 	struct cjob *head, *tail;
-	bool stopping;
+	bool tick_stop;                 /* the ticker ends */
+	bool work_stop;                 /* the workers end, once the queue is empty */
 	bool woken;
 	pthread_t workers[GW_CLAIMS_WORKERS];
 	size_t nworkers;
@@ -199,7 +200,7 @@ worker_main(void *arg)
 	for (;;) {
 		struct cjob *j;
 
-		while (!g->head && !g->stopping)
+		while (!g->head && !g->work_stop)
 			pthread_cond_wait(&g->jobs_cv, &g->mu);
 		if (!g->head)
 			break;
@@ -223,7 +224,7 @@ ticker_main(void *arg)
 	uint64_t next = 0;
 
 	pthread_mutex_lock(&g->mu);
-	while (!g->stopping) {
+	while (!g->tick_stop) {
 		struct timespec ts;
 
 		if (!g->woken && next) {
@@ -236,7 +237,7 @@ ticker_main(void *arg)
 			}
 			pthread_cond_timedwait(&g->tick_cv, &g->mu, &ts);
 		}
-		if (g->stopping)
+		if (g->tick_stop)
 			break;
 		g->woken = false;
 		pthread_mutex_unlock(&g->mu);
@@ -346,23 +347,17 @@ gw_claims_stop(struct gw_claims *g)
 {
 	if (!g)
 		return;
-	pthread_mutex_lock(&g->mu);
-	g->woken = false;
-	pthread_mutex_unlock(&g->mu);
 	if (g->ticking) {
 		pthread_mutex_lock(&g->mu);
-		g->stopping = true;
+		g->tick_stop = true;
 		pthread_cond_broadcast(&g->tick_cv);
 		pthread_mutex_unlock(&g->mu);
 		pthread_join(g->ticker, NULL);
-		pthread_mutex_lock(&g->mu);
-		g->stopping = false;    /* the workers still have teardowns to run */
-		pthread_mutex_unlock(&g->mu);
 	}
 	/* Every sandbox ends through the workers, which are still there. */
 	pool_mgr_free(g->mgr);
 	pthread_mutex_lock(&g->mu);
-	g->stopping = true;
+	g->work_stop = true;
 	pthread_cond_broadcast(&g->jobs_cv);
 	pthread_mutex_unlock(&g->mu);
 	for (size_t i = 0; i < g->nworkers; i++)

@@ -48,6 +48,8 @@ struct pool_sbx {
 	bool unlocked;
 	bool attached;
 	unsigned refs;                  /* under m->mu; the lists hold one */
+	unsigned users;                 /* pool_mgr_use() holders */
+	char pool_name[64];             /* tombstones outlive their pool */
 	uint64_t gen;                   /* the pool's generation at boot */
 	struct boot_params bp;
 	struct sbx *h;
@@ -77,6 +79,7 @@ struct pstate {
 	bool draining;
 	uint64_t gen;
 	uint32_t nwarm, booting, claimed, target, reserved;
+	uint32_t cold;                  /* cold claims booting (not in booting) */
 	struct pool_rate rate;
 	struct pool_lead lead;
 	uint32_t fails;
@@ -261,6 +264,7 @@ sbx_new(struct pstate *p)
 		return NULL;
 	new_id(s->id);
 	s->pool = p;
+	snprintf(s->pool_name, sizeof(s->pool_name), "%s", p->name);
 	s->state = POOL_S_BOOTING;
 	s->refs = 1;
 	s->gen = p->gen;
@@ -289,6 +293,22 @@ sbx_unref_locked(struct pool_mgr *m, struct pool_sbx *s)
 {
 	if (--s->refs == 0)
 		sbx_destroy_record(m, s);
+}
+
+/* Under m->mu: an ended sandbox keeps its record (a tombstone) but not
+ * its agent connection, handle or environment, once nobody uses them. */
+static void
+shed(struct pool_sbx *s)
+{
+	if (s->state != POOL_S_ENDED || s->users)
+		return;
+	sbx_agent_conn_free(s->agent);
+	s->agent = NULL;
+	sbx_free(s->h);
+	s->h = NULL;
+	strv_free(s->env, s->nenv);
+	s->env = NULL;
+	s->nenv = 0;
 }
 
 static struct pool_sbx *
@@ -477,6 +497,7 @@ end_one(struct pool_mgr *m, struct pool_sbx *s)
 	}
 	if (s->end == POOL_END_RELEASED || s->end == POOL_END_REAPED) {
 		/* A tombstone: the record stays findable for a while. */
+		shed(s);
 		m->ntomb++;
 		while (m->ntomb > POOL_TOMBSTONES) {
 			struct pool_sbx *o;
@@ -620,11 +641,13 @@ boot_job(void *arg)
 			p->nwarm++;
 		}
 	}
+	/* Wake before the count drops: once it is 0, pool_mgr_free() may
+	 * free m. */
+	if (m->host.wake)
+		m->host.wake(m->host.arg);
 	m->inflight--;
 	pthread_cond_broadcast(&m->cv);
 	pthread_mutex_unlock(&m->mu);
-	if (m->host.wake)
-		m->host.wake(m->host.arg);
 }
 
 /* Under m->mu: starts one refill boot for p. */
@@ -833,11 +856,12 @@ pool_mgr_tick(struct pool_mgr *m)
 		struct pstate *p = *pp;
 
 		if (p->draining) {
-			if (!p->nwarm && !p->booting && !p->claimed && !p->reserved) {
+			if (!p->nwarm && !p->booting && !p->cold && !p->claimed && !p->reserved) {
 				bool used = false;
 
+				/* Tombstones name their pool by its name. */
 				TAILQ_FOREACH(s, &m->all, all)
-					used = used || s->pool == p;
+					used = used || (s->pool == p && s->state != POOL_S_ENDED);
 				if (!used) {
 					mlog(m, POOL_LOG_INFO, "pool %s: drained", p->name);
 					*pp = p->next;
@@ -877,7 +901,7 @@ view_of(const struct pool_sbx *s, struct pool_claim_view *v)
 {
 	memset(v, 0, sizeof(*v));
 	v->id = s->id;
-	v->pool = s->pool->name;
+	v->pool = s->pool_name;
 	v->tenant = s->tenant;
 	v->tier = s->tier;
 	v->state = s->state;
@@ -924,7 +948,7 @@ claim_abort(struct pool_mgr *m, struct pool_sbx *s, bool cold)
 	pthread_mutex_lock(&m->mu);
 	s->pool->reserved--;
 	if (cold)
-		s->pool->booting--;
+		s->pool->cold--;
 	s->state = POOL_S_ENDING;
 	s->end = POOL_END_FAILED;
 	pthread_mutex_unlock(&m->mu);
@@ -972,6 +996,12 @@ pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_f
 			 t->max_claims);
 		return -EUSERS;
 	}
+	if (!TAILQ_FIRST(&p->warm) && p->cold >= POOL_COLD_PARALLEL) {
+		pthread_mutex_unlock(&m->mu);
+		snprintf(err, errsz, "pool %s has no warm sandbox and %u cold boots under way",
+			 p->name, p->cold);
+		return -EAGAIN;
+	}
 	pool_rate_arrival(&p->rate, mono_ms());
 	s = TAILQ_FIRST(&p->warm);
 	if (s) {
@@ -989,9 +1019,13 @@ pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_f
 		s->boot_start = mono_ms();
 		s->tier = POOL_TIER_COLD;
 		TAILQ_INSERT_TAIL(&m->all, s, all);
-		p->booting++;
+		p->cold++;
 		cold = true;
 	}
+	if (!cold)
+		s->state = POOL_S_CLAIMED;      /* reserved: not ready yet */
+	p->reserved++;
+	s->refs++;
 	if (t && !(s->tenant = strdup(t->name))) {
 		/* Without its tenant the claim could not be counted. */
 		pthread_mutex_unlock(&m->mu);
@@ -999,10 +1033,6 @@ pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_f
 		snprintf(err, errsz, "out of memory");
 		return -ENOMEM;
 	}
-	if (!cold)
-		s->state = POOL_S_CLAIMED;      /* reserved: not ready yet */
-	p->reserved++;
-	s->refs++;
 	cp = p->cp;
 	c = conf_ref(p->conf);
 	ttl = pool_ttl(req->ttl_present, req->ttl, cp->ttl_default_s, cp->ttl_max_s);
@@ -1059,16 +1089,16 @@ pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_f
 	s->ready = true;
 	p->reserved--;
 	if (cold)
-		p->booting--;
+		p->cold--;
 	p->claimed++;
 	p->claims[s->tier]++;
 	view_of(s, &v);
 	cb(arg, &v);
+	mlog(m, POOL_LOG_INFO, "claim %s: pool %s, tenant %s, tier %s, ttl %us", s->id, p->name,
+	     t ? t->name : "-", pool_tier_name(s->tier), ttl);
 	sbx_unref_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
 	conf_unref(c);
-	mlog(m, POOL_LOG_INFO, "claim %s: pool %s, tenant %s, tier %s, ttl %us", s->id, p->name,
-	     t ? t->name : "-", pool_tier_name(s->tier), ttl);
 	return 0;
 
 abort:
@@ -1160,7 +1190,7 @@ pool_mgr_each_pool(struct pool_mgr *m, void (*cb)(void *arg, const struct pool_i
 		i.draining = p->draining;
 		i.warm = p->nwarm;
 		i.target = p->target;
-		i.booting = p->booting;
+		i.booting = p->booting + p->cold;
 		i.claimed = p->claimed;
 		i.floor = p->cp ? p->cp->warm : 0;
 		i.ceiling = p->cp ? p->cp->warm_max : 0;
@@ -1181,6 +1211,8 @@ int
 pool_mgr_use(struct pool_mgr *m, const char *id, const char *tenant, struct pool_use *out)
 {
 	struct pool_sbx *s;
+	struct timespec until;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&m->mu);
@@ -1194,12 +1226,30 @@ pool_mgr_use(struct pool_mgr *m, const char *id, const char *tenant, struct pool
 		return -ESTALE;
 	}
 	s->refs++;
+	s->users++;
 	pthread_mutex_unlock(&m->mu);
-	pthread_mutex_lock(&s->use_mu);
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += POOL_USE_WAIT_MS / 1000;
+	rc = pthread_mutex_timedlock(&s->use_mu, &until);
+	pthread_mutex_lock(&m->mu);
+	if (rc == 0 && s->state != POOL_S_CLAIMED) {
+		/* Released or reaped while this caller waited. */
+		pthread_mutex_unlock(&s->use_mu);
+		rc = ESTALE;
+	}
+	if (rc != 0) {
+		s->users--;
+		shed(s);
+		sbx_unref_locked(m, s);
+		pthread_mutex_unlock(&m->mu);
+		return rc == ESTALE ? -ESTALE : -EBUSY;
+	}
 	out->s = s;
 	out->agent = s->agent;
 	out->env = (const char *const *)s->env;
 	out->nenv = s->nenv;
+	pthread_mutex_unlock(&m->mu);
 	return 0;
 }
 
@@ -1210,6 +1260,8 @@ pool_mgr_put(struct pool_mgr *m, struct pool_use *u)
 		return;
 	pthread_mutex_unlock(&u->s->use_mu);
 	pthread_mutex_lock(&m->mu);
+	u->s->users--;
+	shed(u->s);
 	sbx_unref_locked(m, u->s);
 	pthread_mutex_unlock(&m->mu);
 	u->s = NULL;

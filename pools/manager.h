@@ -31,7 +31,9 @@ struct sbx_agent_conn;
 struct pool_mgr;
 struct pool_sbx;
 
-#define POOL_BOOT_PARALLEL 4            /* boots in flight, all pools */
+#define POOL_BOOT_PARALLEL 4            /* refill boots in flight, all pools */
+#define POOL_COLD_PARALLEL 16           /* cold claims booting, per pool */
+#define POOL_USE_WAIT_MS 30000          /* pool_mgr_use(): the longest wait */
 #define POOL_BACKOFF_MIN_MS 500
 #define POOL_BACKOFF_MAX_MS 30000
 #define POOL_TOMBSTONES 4096            /* ended claims remembered */
@@ -157,6 +159,7 @@ struct pool_claim_req {
  *   -ENOENT  no such pool;           -EPERM   the tenant may not use it;
  *   -EUSERS  the tenant's max_claims; -ESHUTDOWN the pool is draining;
  *   -ENOSPC  no address left;        -EIO     the boot failed;
+ *   -EAGAIN  no warm sandbox and POOL_COLD_PARALLEL cold boots already;
  *   -ENOMEM. */
 struct pool_mgr *pool_mgr_new(const struct pool_host *host, struct conf *c, char *err,
 			      size_t errsz);
@@ -199,8 +202,10 @@ void pool_mgr_each_pool(struct pool_mgr *m, void (*cb)(void *arg, const struct p
 			void *arg);
 
 /* Borrows a claimed sandbox's agent for one operation (exec, files):
- * waits for other users of the same sandbox to finish. 0 with *out (give
- * it back with pool_mgr_put()), -ENOENT, -ESTALE (the claim has ended).
+ * one at a time per sandbox, waiting up to POOL_USE_WAIT_MS for the one
+ * before. 0 with *out (give it back with pool_mgr_put()), -ENOENT,
+ * -ESTALE (the claim has ended, also while waiting), -EBUSY (the wait
+ * was too long).
  * env: the environment the claim adds to every command ("NAME=value";
  * valid until pool_mgr_put()). */
 struct pool_use {

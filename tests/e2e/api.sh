@@ -639,6 +639,7 @@ cycle() {
 }
 export -f cycle
 export SOCK BULK
+fds0=$(ls "/proc/$PID/fd" | wc -l)
 t0=$(date +%s)
 seq 100 | xargs -P 10 -I{} bash -c 'cycle {}' >"$E2E_TMP/cycles.out" 2>&1 || true
 secs=$(($(date +%s) - t0))
@@ -657,11 +658,46 @@ nwarm=$(warm_total)
 check "... slv links in the fleet == warm sandboxes ($(slv_links) == $nwarm)" test "$(slv_links)" = "$nwarm"
 check "... no sandbox cgroups beyond the warm ones ($(our_cgroup_count) == $nwarm)" test "$(our_cgroup_count)" = "$nwarm"
 check "... the daemon is still running" kill -0 "$PID"
+fds1=$(ls "/proc/$PID/fd" | wc -l)
+check "... the daemon holds no more fds than before (an ended claim keeps none: $fds0 -> $fds1)" \
+	test "$fds1" -le $((fds0 + 2))
+
+# --- 13b. a client that leaves ends its command -------------------------------
+claim unix "$BULK" '{"pool":"warm"}'
+GID=$ID
+set +e
+curl -sS -m 1 --unix-socket "$SOCK" -H "Authorization: Bearer $BULK" "${JS[@]}" \
+	'{"argv":["sleep","37"],"stream":true}' "http://sluice/v1/sandboxes/$GID/exec" >/dev/null 2>&1
+set -e
+# The next command is served (it would wait 30 s behind the sleep, then be
+# refused as busy, if the first still held the sandbox).
+req unix "$BULK" POST "/v1/sandboxes/$GID/exec" -m 20 "${JS[@]}" \
+	'{"argv":["sh","-c","ps -o args | grep -c \"^sleep 37\" || true"]}'
+check "a streamed exec whose client left: the next exec is served" status 200
+check "... and the left command was killed (no 'sleep 37' in the guest)" is 'd["stdout"].strip()' 0
+set +e
+curl -sS -m 1 --unix-socket "$SOCK" -H "Authorization: Bearer $BULK" "${JS[@]}" \
+	'{"argv":["sleep","38"]}' "http://sluice/v1/sandboxes/$GID/exec" >/dev/null 2>&1
+set -e
+req unix "$BULK" POST "/v1/sandboxes/$GID/exec" -m 20 "${JS[@]}" \
+	'{"argv":["sh","-c","ps -o args | grep -c \"^sleep 38\" || true"]}'
+check "a buffered exec whose client left: the command was killed too" \
+	eval 'status 200 && is "d[\"stdout\"].strip()" 0'
+req unix "$BULK" DELETE "/v1/sandboxes/$GID"
+check "... released" status 200
 
 # --- 14. a clean stop -----------------------------------------------------------
 CGS=$(our_cgroups | sort -u)
 SPIDS=$(for id in $CGS; do cg_pids "$id"; done)
 check "before the stop: the warm sandboxes' processes are found ($(echo $SPIDS | wc -w))" test -n "$SPIDS"
+# A command in flight does not hold the stop up.
+claim unix "$BULK" '{"pool":"warm"}'
+curl -sS -m 60 --unix-socket "$SOCK" -H "Authorization: Bearer $BULK" "${JS[@]}" \
+	'{"argv":["sleep","50"],"stream":true}' "http://sluice/v1/sandboxes/$ID/exec" \
+	>/dev/null 2>&1 &
+track $!
+sleep 0.3
+CGS=$(printf '%s\n%s\n' "$CGS" "$ID" | sort -u)
 kill -TERM "$PID"
 rc=
 for _ in $(seq 100); do
