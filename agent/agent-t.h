@@ -55,8 +55,11 @@ struct agent_stream {
 
 struct agent {
 	int fd;                 /* the host stream, non-blocking */
-	int sigfd;              /* SIGCHLD */
+	int sigfd;              /* SIGCHLD, SIGTERM */
+	int listen_fd;          /* --listen socket (borrowed), or -1 */
+	int next_fd;            /* a host waiting to be served next, or -1 */
 	bool eof;               /* the host closed its side */
+	bool term;              /* SIGTERM from the host: exit */
 	bool dead;              /* fatal framing or I/O error */
 	struct agent_dec dec;
 	uint8_t *dec_buf;
@@ -69,7 +72,7 @@ struct agent {
 	char *const *base_env;        /* the variables commands inherit */
 	int64_t started_ms;
 
-	uint64_t frames_bad, frames_unknown_stream, reaped;
+	uint64_t frames_bad, frames_unknown_stream, reaped, refused;
 };
 
 #endif

@@ -775,10 +775,13 @@ agent_init(struct agent *a, int fd, char *const *agent_env, char *err,
 	memset(a, 0, sizeof(*a));
 	a->fd = fd;
 	a->sigfd = -1;
+	a->listen_fd = -1;
+	a->next_fd = -1;
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
 	a->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (a->sigfd < 0) {
 		int e = errno;
@@ -806,6 +809,7 @@ agent_fini(struct agent *a)
 			agent_stream_free(a, &a->streams[i]);
 	close_fd(&a->sigfd);
 	close_fd(&a->fd);
+	close_fd(&a->next_fd);
 	free(a->dec_buf);
 	free(a->rbuf);
 	free(a->out);
@@ -862,11 +866,43 @@ housekeeping(struct agent *a)
 	return next <= now ? 0 : (int)(next - now);
 }
 
+/* Signals: SIGCHLD reaps, an accepted SIGTERM ends the connection. */
+static void
+on_signals(struct agent *a)
+{
+	struct signalfd_siginfo si;
+
+	while (read(a->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		if (si.ssi_signo == SIGTERM && agent_term_ok(si.ssi_pid, getpid() == 1))
+			a->term = true;
+	/* SIGCHLDs merge: reap whatever ended */
+	reap(a);
+}
+
+/* A connection on --listen while serving: a guest's is refused, a host's
+ * waits in next_fd (the newest wins). */
+static void
+on_listen(struct agent *a)
+{
+	for (int i = 0; i < 16; i++) {
+		int fd = agent_accept_host(a->listen_fd, NULL);
+
+		if (fd == -EPERM) {
+			a->refused++;
+			continue;
+		}
+		if (fd < 0)
+			return;
+		close_fd(&a->next_fd);
+		a->next_fd = fd;
+	}
+}
+
 int
 agent_run(struct agent *a)
 {
-	struct pollfd pfd[2 + 3 * AGENT_MAX_STREAMS];
-	struct agent_stream *who[2 + 3 * AGENT_MAX_STREAMS];
+	struct pollfd pfd[3 + 3 * AGENT_MAX_STREAMS];
+	struct agent_stream *who[3 + 3 * AGENT_MAX_STREAMS];
 	int rc = 0;
 
 	for (;;) {
@@ -878,7 +914,7 @@ agent_run(struct agent *a)
 			rc = -EPROTO;
 			break;
 		}
-		if (a->eof)
+		if (a->eof || a->term)
 			break;
 
 		pfd[n] = (struct pollfd){ .fd = a->fd, .events = 0 };
@@ -888,6 +924,9 @@ agent_run(struct agent *a)
 			pfd[n].events |= POLLOUT;
 		who[n++] = NULL;
 		pfd[n] = (struct pollfd){ .fd = a->sigfd, .events = POLLIN };
+		who[n++] = NULL;
+		/* a negative fd is skipped by poll */
+		pfd[n] = (struct pollfd){ .fd = a->listen_fd, .events = POLLIN };
 		who[n++] = NULL;
 		for (int i = 0; i < AGENT_MAX_STREAMS; i++) {
 			struct agent_stream *s = &a->streams[i];
@@ -914,14 +953,11 @@ agent_run(struct agent *a)
 			rc = -errno;
 			break;
 		}
-		if (pfd[1].revents) {
-			struct signalfd_siginfo si;
-
-			while (read(a->sigfd, &si, sizeof(si)) > 0)
-				;
-			reap(a);
-		}
-		for (int i = 2; i < n; i++) {
+		if (pfd[1].revents)
+			on_signals(a);
+		if (pfd[2].revents)
+			on_listen(a);
+		for (int i = 3; i < n; i++) {
 			struct agent_stream *s = who[i];
 
 			if (pfd[i].revents == 0 || s->kind != AGENT_SK_EXEC)

@@ -7,6 +7,7 @@
 #include "agent-t.h"
 
 struct json_t;
+struct ucred;
 
 /* ---- env.c ------------------------------------------------------------ */
 
@@ -29,14 +30,18 @@ void agent_env_free(char **env);
 
 /* Prepares a for the host stream `fd` (made non-blocking; a owns it).
  * agent_env is the agent's own environment, borrowed for as long as a
- * lives. SIGCHLD must already be blocked (main does it). Returns 0 or a
+ * lives. SIGCHLD and SIGTERM must already be blocked (main does it).
+ * a->listen_fd starts at -1 (the caller may set it; a borrows it). Returns 0 or a
  * negative errno with a line in err. */
 int agent_init(struct agent *a, int fd, char *const *agent_env, char *err,
 	       size_t errsz);
 
-/* Serves the connection until the host closes it or it fails; on return
- * every child has been killed. Returns 0 on a clean close, else a
- * negative errno. */
+/* Serves the connection until the host closes it, it fails, or a SIGTERM
+ * that agent_term_ok() accepts arrives (a->term is then set); on return
+ * every child has been killed. With a->listen_fd >= 0 it also accepts on
+ * that socket meanwhile: a guest peer is refused at once, a host peer is
+ * kept in a->next_fd (a newer one replacing it) for the caller to serve
+ * next. Returns 0 on a clean close or SIGTERM, else a negative errno. */
 int agent_run(struct agent *a);
 void agent_fini(struct agent *a);
 
@@ -55,6 +60,31 @@ struct agent_stream *agent_stream_new(struct agent *a, uint32_t id,
 				      enum agent_stream_kind kind);
 /* Closes the stream's fds, removes a write's temporary file, frees it. */
 void agent_stream_free(struct agent *a, struct agent_stream *s);
+
+/* ---- listen.c --------------------------------------------------------- */
+
+/* The peer check of --listen: true only for a peer the kernel reports
+ * with pid 0, that is, one outside the agent's pid namespace (the host).
+ * Pure. */
+bool agent_peer_is_host(const struct ucred *uc);
+
+/* Whether a SIGTERM from sender_pid (signalfd's ssi_pid) ends the agent:
+ * always outside a sandbox; as PID 1 of a pid namespace (is_ns_init) only
+ * when the sender is outside it (pid 0), so a guest cannot end its own
+ * sandbox's agent. Pure. */
+bool agent_term_ok(uint32_t sender_pid, bool is_ns_init);
+
+/* Creates the listening unix socket at path: parent directories made
+ * (0700), a stale socket there replaced, the socket mode 0600, non-
+ * blocking and close-on-exec. Returns the fd, or a negative errno with a
+ * line in err. */
+int agent_listen(const char *path, char *err, size_t errsz);
+
+/* Accepts one pending connection on lfd. Returns its fd (non-blocking,
+ * close-on-exec) when the peer is the host; -EPERM after closing a peer
+ * that is not; -EAGAIN when none waits; another negative errno. *peer
+ * (may be NULL) gets the peer's credentials when they could be read. */
+int agent_accept_host(int lfd, struct ucred *peer);
 
 /* ---- fsops.c ---------------------------------------------------------- */
 

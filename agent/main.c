@@ -2,19 +2,32 @@
  *
  *   sluice-agent --fd N        serve the stream inherited as fd N, exit
  *                              when the host closes it
+ *   sluice-agent --fd N --listen PATH
+ *                              serve fd N; when the host closes it, wait
+ *                              for the next host on the unix socket PATH
+ *                              (made at start, mode 0600) and serve it,
+ *                              one at a time, forever: the sandbox
+ *                              outlives its host, which reconnects. Only
+ *                              peers outside our pid namespace are
+ *                              accepted (see listen.c)
  *   sluice-agent --port PATH   open PATH (/dev/hvc0, /dev/vport0p1, ...)
  *                              and serve it; when the host goes away, open
  *                              it again: PID 1 of a VM must never exit
  *
  * As PID 1 (or as a child subreaper otherwise) it reaps every orphan. It
  * never resolves users or hosts, so the static binary needs no NSS.
+ * SIGTERM ends it promptly in every mode (its commands are killed); as
+ * PID 1 of a pid namespace only a SIGTERM from outside counts.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -29,9 +42,55 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: sluice-agent --fd N | --port PATH\n"
+	fprintf(f, "usage: sluice-agent --fd N [--listen PATH] | --port PATH\n"
 		   "Serves the sluice agent protocol (agent/proto.h) on an "
-		   "inherited fd or a serial port.\n");
+		   "inherited fd or a serial port.\n"
+		   "With --listen, a host that went away reconnects on the unix "
+		   "socket PATH.\n");
+}
+
+/* Waits for a host on lfd, reaping orphans meanwhile. The host's fd, or
+ * -1 when a SIGTERM ended the wait (or the socket failed: *term then
+ * stays false). */
+static int
+wait_host(int lfd, bool *term)
+{
+	sigset_t set;
+	int sfd, fd = -1;
+
+	*term = false;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	for (;;) {
+		struct pollfd p[2] = { { lfd, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+		struct signalfd_siginfo si;
+
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (poll(p, 2, sfd < 0 ? 1000 : -1) < 0 && errno != EINTR)
+			break;
+		while (sfd >= 0 &&
+		       read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			if (si.ssi_signo == SIGTERM &&
+			    agent_term_ok(si.ssi_pid, getpid() == 1))
+				*term = true;
+		if (*term)
+			break;
+		if (p[0].revents & (POLLERR | POLLNVAL))
+			break;
+		if (p[0].revents & POLLIN) {
+			fd = agent_accept_host(lfd, NULL);
+			if (fd >= 0 || (fd != -EPERM && fd != -EAGAIN &&
+					fd != -ECONNABORTED))
+				break;
+			fd = -1;
+		}
+	}
+	if (sfd >= 0)
+		close(sfd);
+	return fd < 0 ? -1 : fd;
 }
 
 static int
@@ -53,8 +112,8 @@ open_port(const char *path)
 int
 main(int argc, char **argv)
 {
-	const char *port = NULL;
-	int fd = -1;
+	const char *port = NULL, *listen_path = NULL;
+	int fd = -1, lfd = -1;
 	sigset_t set;
 	char err[256];
 
@@ -72,6 +131,8 @@ main(int argc, char **argv)
 			fd = (int)v;
 		} else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
 			port = argv[++i];
+		} else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
+			listen_path = argv[++i];
 		} else if (strcmp(argv[i], "--version") == 0) {
 			printf("sluice-agent %s (protocol %d)\n",
 			       SLUICE_VERSION, AGENT_PROTO_VERSION);
@@ -89,17 +150,40 @@ main(int argc, char **argv)
 				"--port PATH\n");
 		return 2;
 	}
+	if (listen_path && fd < 0) {
+		fprintf(stderr, "sluice-agent: --listen goes with --fd\n");
+		return 2;
+	}
 
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	if (getpid() != 1)
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (listen_path) {
+		/* Made before the first host is served, so that once it has
+		 * our hello the socket exists. */
+		lfd = agent_listen(listen_path, err, sizeof(err));
+		if (lfd < 0) {
+			fprintf(stderr, "sluice-agent: %s\n", err);
+			return 1;
+		}
+	}
 
 	for (;;) {
 		struct agent a;
-		int rc;
+		bool term;
+		int rc, next;
+
+		if (fd < 0 && lfd >= 0) {
+			fd = wait_host(lfd, &term);
+			if (fd < 0) {
+				unlink(listen_path);
+				return term ? 0 : 1;
+			}
+		}
 
 		if (port) {
 			fd = open_port(port);
@@ -116,11 +200,28 @@ main(int argc, char **argv)
 			fprintf(stderr, "sluice-agent: %s\n", err);
 			return 1;
 		}
+		a.listen_fd = lfd;
 		rc = agent_run(&a);
+		next = a.next_fd;
+		a.next_fd = -1;
+		term = a.term;
 		agent_fini(&a);
+		fd = -1;
 		/* children were killed; collect them */
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
+		if (term) {
+			if (next >= 0)
+				close(next);
+			if (listen_path)
+				unlink(listen_path);
+			return 0;
+		}
+		if (lfd >= 0) {
+			/* a host that connected meanwhile goes first */
+			fd = next;
+			continue;
+		}
 		if (port == NULL)
 			return rc < 0 ? 1 : 0;
 		usleep(100 * 1000);

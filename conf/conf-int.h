@@ -65,4 +65,15 @@ struct cy_node *cy_parse(struct conf_arena *a, const char *file,
 size_t conf_load_pools_tree(struct conf *c, const struct cy_node *seq, const char *file,
 			    const char *const *paths, size_t npaths, struct conf_diag *d);
 
+/* Fills l (whose arena is set; everything else is overwritten) from `item`,
+ * the tree of a saved layer: a policies[] entry checked as conf_load_mem()
+ * checks one (keys, types, host patterns, CIDRs, header names, secret
+ * references resolved again), plus the required key tenant_egress: null for
+ * no tenant list, else a list of host patterns. `root` is the entry's path in
+ * messages ("layer"). Errors go to d as for conf_load_pools_tree(). Returns
+ * the number of errors. */
+size_t conf_load_layer_tree(struct conf_layer *l, const struct cy_node *item, const char *root,
+			    const char *file, const char *const *paths, size_t npaths,
+			    struct conf_diag *d);
+
 #endif

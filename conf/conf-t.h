@@ -256,6 +256,18 @@ struct conf {
 	struct conf_preview preview;
 };
 
+/* A claim's layer as reloaded from the state file (conf_layer_from_json()):
+ * a policy and the tenant's egress list it was narrowed by, checked as a
+ * policies[] entry is. Owns an arena holding everything it points to,
+ * credential values included (wiped by conf_layer_free()). Positions are
+ * line 0: a saved layer is not in the configuration file. */
+struct conf_layer {
+	const struct conf_policy *policy;
+	bool has_narrow;                /* false: no tenant narrowing */
+	struct conf_hostpats narrow;    /* has_narrow: n == 0 allows nothing */
+	struct conf_arena *arena;
+};
+
 /* Diagnostics of one load: every error found, each one line
  * "FILE:LINE:COL: message". Never holds a secret's value. */
 struct conf_diag {

@@ -1344,13 +1344,98 @@ load_lanes(struct ctx *x, const struct cy_node *n)
 	}
 }
 
+/* The keys of a policies[] entry, and of a saved layer (the same plus
+ * tenant_egress). */
+#define POLICY_KEYS "name", "mode", "allow", "deny", "intercept", "credentials", "allow_private"
+
+/* One policies[] entry (or a saved layer) at `p`, into po; `keys` are the
+ * keys the mapping may hold. Strings go to x->a. */
+static void
+load_policy(struct ctx *x, const struct cy_node *it, const char *p, const char *const *keys,
+	    struct conf_policy *po)
+{
+	static const char *const ckeys[] = { "host", "header", "value", NULL };
+	static const char *const modes[] = { "enforce", "report", NULL };
+	const struct cy_node *cr, *ap;
+	char q[PATHSZ];
+	size_t k;
+	int v;
+
+	if (!expect_map(x, it, p, keys)) {
+		if (is_null(it))
+			err_at(x, it, "%s: expected a mapping, got nothing", p);
+		return;
+	}
+	po->pos = pos_of(it);
+	get_name(x, it, p, &po->name);
+	if (get_enum(x, map_get(it, "mode"), (pathf(q, p, ".mode"), q), modes, &v))
+		po->mode = (enum conf_policy_mode)v;
+	get_hostpats(x, map_get(it, "allow"), (pathf(q, p, ".allow"), q), &po->allow);
+	get_hostpats(x, map_get(it, "deny"), (pathf(q, p, ".deny"), q), &po->deny);
+	get_hostpats(x, map_get(it, "intercept"), (pathf(q, p, ".intercept"), q), &po->intercept);
+	ap = map_get(it, "allow_private");
+	pathf(q, p, ".allow_private");
+	if (get_seq(x, ap, q, &k)) {
+		po->allow_private.v = conf_arena_alloc(x->a, k * sizeof(struct conf_cidr));
+		for (size_t j = 0; j < k; j++) {
+			char r[PATHSZ];
+
+			pathf(r, q, "[%zu]", j);
+			if (get_cidr(x, ap->items[j], r, &po->allow_private.v[po->allow_private.n]))
+				po->allow_private.n++;
+		}
+	}
+	cr = map_get(it, "credentials");
+	pathf(q, p, ".credentials");
+	if (get_seq(x, cr, q, &k)) {
+		po->credentials = conf_arena_alloc(x->a, k * sizeof(*po->credentials));
+		for (size_t j = 0; j < k; j++) {
+			const struct cy_node *ci = cr->items[j], *h;
+			struct conf_credential *cd = &po->credentials[po->ncredentials];
+			char r[PATHSZ], s[PATHSZ];
+			bool ok = true;
+
+			pathf(r, q, "[%zu]", j);
+			if (!expect_map(x, ci, r, ckeys)) {
+				if (is_null(ci))
+					err_at(x, ci, "%s: expected a mapping, got nothing", r);
+				continue;
+			}
+			cd->pos = pos_of(ci);
+			for (const char *const *req = ckeys; *req; req++) {
+				if (!map_get(ci, *req)) {
+					err_at(x, ci, "%s: missing required key '%s'", r, *req);
+					ok = false;
+				}
+			}
+			if (!ok)
+				continue;
+			ok &= get_hostpat(x, map_get(ci, "host"), (pathf(s, r, ".host"), s), true, &cd->host);
+			h = map_get(ci, "header");
+			if (get_str(x, h, (pathf(s, r, ".header"), s), &cd->header)) {
+				for (size_t b = 0; b < h->len; b++) {
+					unsigned char ch = (unsigned char)h->str[b];
+
+					if (!(isalnum(ch) || strchr("!#$%&'*+-.^_`|~", ch))) {
+						err_at(x, h, "%s: '%s' is not an HTTP header name", s, cd->header);
+						ok = false;
+						break;
+					}
+				}
+			} else {
+				ok = false;
+			}
+			ok &= get_secret(x, map_get(ci, "value"), (pathf(s, r, ".value"), s), &cd->value);
+			if (ok)
+				po->ncredentials++;
+		}
+	}
+}
+
 static void
 load_policies(struct ctx *x, const struct cy_node *n)
 {
-	static const char *const keys[] = { "name", "mode", "allow", "deny", "intercept",
-					    "credentials", "allow_private", NULL };
-	static const char *const ckeys[] = { "host", "header", "value", NULL };
-	static const char *const modes[] = { "enforce", "report", NULL };
+	static const char *const keys[] = { POLICY_KEYS, NULL };
 	struct conf *c = x->c;
 	size_t cnt;
 
@@ -1359,82 +1444,10 @@ load_policies(struct ctx *x, const struct cy_node *n)
 	c->policies = conf_arena_alloc(x->a, cnt * sizeof(*c->policies));
 	c->npolicies = cnt;
 	for (size_t i = 0; i < cnt; i++) {
-		const struct cy_node *it = n->items[i], *cr, *ap;
-		struct conf_policy *po = &c->policies[i];
-		char p[PATHSZ], q[PATHSZ];
-		size_t k;
-		int v;
+		char p[PATHSZ];
 
 		pathf(p, "policies", "[%zu]", i);
-		if (!expect_map(x, it, p, keys)) {
-			if (is_null(it))
-				err_at(x, it, "%s: expected a mapping, got nothing", p);
-			continue;
-		}
-		po->pos = pos_of(it);
-		get_name(x, it, p, &po->name);
-		if (get_enum(x, map_get(it, "mode"), (pathf(q, p, ".mode"), q), modes, &v))
-			po->mode = (enum conf_policy_mode)v;
-		get_hostpats(x, map_get(it, "allow"), (pathf(q, p, ".allow"), q), &po->allow);
-		get_hostpats(x, map_get(it, "deny"), (pathf(q, p, ".deny"), q), &po->deny);
-		get_hostpats(x, map_get(it, "intercept"), (pathf(q, p, ".intercept"), q), &po->intercept);
-		ap = map_get(it, "allow_private");
-		pathf(q, p, ".allow_private");
-		if (get_seq(x, ap, q, &k)) {
-			po->allow_private.v = conf_arena_alloc(x->a, k * sizeof(struct conf_cidr));
-			for (size_t j = 0; j < k; j++) {
-				char r[PATHSZ];
-
-				pathf(r, q, "[%zu]", j);
-				if (get_cidr(x, ap->items[j], r, &po->allow_private.v[po->allow_private.n]))
-					po->allow_private.n++;
-			}
-		}
-		cr = map_get(it, "credentials");
-		pathf(q, p, ".credentials");
-		if (get_seq(x, cr, q, &k)) {
-			po->credentials = conf_arena_alloc(x->a, k * sizeof(*po->credentials));
-			for (size_t j = 0; j < k; j++) {
-				const struct cy_node *ci = cr->items[j], *h;
-				struct conf_credential *cd = &po->credentials[po->ncredentials];
-				char r[PATHSZ], s[PATHSZ];
-				bool ok = true;
-
-				pathf(r, q, "[%zu]", j);
-				if (!expect_map(x, ci, r, ckeys)) {
-					if (is_null(ci))
-						err_at(x, ci, "%s: expected a mapping, got nothing", r);
-					continue;
-				}
-				cd->pos = pos_of(ci);
-				for (const char *const *req = ckeys; *req; req++) {
-					if (!map_get(ci, *req)) {
-						err_at(x, ci, "%s: missing required key '%s'", r, *req);
-						ok = false;
-					}
-				}
-				if (!ok)
-					continue;
-				ok &= get_hostpat(x, map_get(ci, "host"), (pathf(s, r, ".host"), s), true, &cd->host);
-				h = map_get(ci, "header");
-				if (get_str(x, h, (pathf(s, r, ".header"), s), &cd->header)) {
-					for (size_t b = 0; b < h->len; b++) {
-						unsigned char ch = (unsigned char)h->str[b];
-
-						if (!(isalnum(ch) || strchr("!#$%&'*+-.^_`|~", ch))) {
-							err_at(x, h, "%s: '%s' is not an HTTP header name", s, cd->header);
-							ok = false;
-							break;
-						}
-					}
-				} else {
-					ok = false;
-				}
-				ok &= get_secret(x, map_get(ci, "value"), (pathf(s, r, ".value"), s), &cd->value);
-				if (ok)
-					po->ncredentials++;
-			}
-		}
+		load_policy(x, n->items[i], p, keys, &c->policies[i]);
 	}
 	check_unique(x, n, "policy", "policies", c->policies, cnt, sizeof(*c->policies),
 		     offsetof(struct conf_policy, name));
@@ -1845,6 +1858,69 @@ conf_load_pools_tree(struct conf *c, const struct cy_node *seq, const char *file
 				       "(tenants[%zu].pools[%zu] of the configuration), which "
 				       "this set lacks: keep that pool, or edit the tenant first",
 				       c->tenants[i].name ? c->tenants[i].name : "?", name, i, j);
+		}
+	}
+	return x.errors;
+}
+
+static void
+clear_pos(struct conf_hostpats *h)
+{
+	for (size_t i = 0; i < h->n; i++)
+		memset(&h->v[i].pos, 0, sizeof(h->v[i].pos));
+}
+
+size_t
+conf_load_layer_tree(struct conf_layer *l, const struct cy_node *item, const char *root,
+		     const char *file, const char *const *paths, size_t npaths,
+		     struct conf_diag *d)
+{
+	static const char *const keys[] = { POLICY_KEYS, "tenant_egress", NULL };
+	struct ctx x = { .a = l->arena, .file = file, .d = d, .paths = paths, .npaths = npaths };
+	struct conf_policy *po = conf_arena_alloc(l->arena, sizeof(*po));
+	const struct cy_node *eg;
+	char q[PATHSZ];
+
+	memset(po, 0, sizeof(*po));
+	l->policy = po;
+	l->has_narrow = false;
+	memset(&l->narrow, 0, sizeof(l->narrow));
+	if (!item || item->kind != CY_MAP) {
+		err_at(&x, item, "%s: expected a mapping, got %s", root,
+		       item ? kind_name(item) : "nothing");
+		return x.errors;
+	}
+	load_policy(&x, item, root, keys, po);
+	/* Required: a layer that lost its list must not come back wider. */
+	eg = map_get(item, "tenant_egress");
+	pathf(q, root, ".tenant_egress");
+	if (!eg) {
+		err_at(&x, item, "%s: missing required key 'tenant_egress' (null: no tenant list)",
+		       root);
+	} else if (!is_null(eg)) {
+		if (eg->kind != CY_SEQ) {
+			err_at(&x, eg, "%s: expected a list of host patterns or null, got %s", q,
+			       kind_name(eg));
+		} else {
+			l->has_narrow = true;
+			get_hostpats(&x, eg, q, &l->narrow);
+		}
+	}
+	if (paths) {
+		/* Line numbers index paths, gone after the call: not in the file. */
+		memset(&po->pos, 0, sizeof(po->pos));
+		clear_pos(&po->allow);
+		clear_pos(&po->deny);
+		clear_pos(&po->intercept);
+		clear_pos(&l->narrow);
+		for (size_t i = 0; i < po->allow_private.n; i++)
+			memset(&po->allow_private.v[i].pos, 0, sizeof(po->allow_private.v[i].pos));
+		for (size_t i = 0; i < po->ncredentials; i++) {
+			struct conf_credential *cd = &po->credentials[i];
+
+			memset(&cd->pos, 0, sizeof(cd->pos));
+			memset(&cd->host.pos, 0, sizeof(cd->host.pos));
+			memset(&cd->value.pos, 0, sizeof(cd->value.pos));
 		}
 	}
 	return x.errors;

@@ -77,6 +77,23 @@ struct conf *conf_with_pools_json(const struct conf *base, const json_t *body,
  * template is "busybox", "host" or the directory, limits.cpus a real. */
 json_t *conf_pools_to_json(const struct conf *c);
 
+/* A claim's layer, saved to the state file and loaded back (docs/design:
+ * "Policy layers"). */
+
+/* Checks `saved` ({"name", "mode", "allow", "deny", "intercept",
+ * "credentials", "allow_private", "tenant_egress"}, as gw_policy_save()
+ * writes it) exactly as a YAML policies[] entry is checked, resolves the
+ * credentials' ${env:}/${file:} references again, and reads tenant_egress
+ * (required: null for no tenant list, [] for a list that allows nothing).
+ * Returns a new layer the caller frees with conf_layer_free(), or NULL with
+ * every error in d, each a line "JSON.PATH: message" ("layer.allow[2]: bad
+ * host pattern ..."; an unset variable is named, a value never). Borrows
+ * saved; the result shares nothing with it. */
+struct conf_layer *conf_layer_from_json(const json_t *saved, struct conf_diag *d);
+
+/* Frees l and wipes the credential values it holds. NULL is a no-op. */
+void conf_layer_free(struct conf_layer *l);
+
 const char *conf_log_level_name(enum conf_log_level l);
 const char *conf_policy_mode_name(enum conf_policy_mode m);
 const char *conf_backend_name(enum conf_backend b);

@@ -419,11 +419,12 @@ emit(struct conf_diag *d, const char *path, const char *msg)
 }
 
 /* Moves the lines of `in` ("json:LINE:COL: message" or "json: message")
- * to `out` as "PATH: message". */
+ * to `out` as "PATH: message"; `root` is the path of the tree's root. */
 static void
-rewrite(struct conf_diag *out, const struct conf_diag *in, const struct jtree *t)
+rewrite(struct conf_diag *out, const struct conf_diag *in, const struct jtree *t,
+	const char *root)
 {
-	const size_t fl = strlen(JSON_DIAG_FILE);
+	const size_t fl = strlen(JSON_DIAG_FILE), rl = strlen(root);
 
 	for (size_t i = 0; i < in->n; i++) {
 		const char *s = in->lines[i], *msg = s, *colon;
@@ -454,14 +455,14 @@ rewrite(struct conf_diag *out, const struct conf_diag *in, const struct jtree *t
 		}
 		/* No node: the message names its path first ("pools[0].x: ..."). */
 		colon = strstr(msg, ": ");
-		if (colon && strncmp(msg, "pools", 5) == 0 && (size_t)(colon - msg) < 256) {
+		if (colon && strncmp(msg, root, rl) == 0 && (size_t)(colon - msg) < 256) {
 			char path[256];
 
 			memcpy(path, msg, (size_t)(colon - msg));
 			path[colon - msg] = '\0';
 			emit(out, path, colon + 2);
 		} else {
-			emit(out, "pools", msg);
+			emit(out, root, msg);
 		}
 	}
 	out->dropped += in->dropped;
@@ -519,7 +520,7 @@ conf_with_pools_json(const struct conf *base, const json_t *body, struct conf_di
 		                              t.npaths, &tmp);
 	}
 	conf_diag_sort(&tmp);
-	rewrite(d, &tmp, &t);
+	rewrite(d, &tmp, &t, "pools");
 	if (bad || !root || t.failed || t.soft || errors) {
 		conf_unref(c);
 		c = NULL;
@@ -562,4 +563,55 @@ conf_pools_to_json(const struct conf *c)
 		}
 	}
 	return json_pack("{s:o}", "pools", list);
+}
+
+/* ---- a claim's layer ---- */
+
+/* The path of a saved layer's root in messages. */
+#define LAYER_ROOT "layer"
+
+struct conf_layer *
+conf_layer_from_json(const json_t *saved, struct conf_diag *d)
+{
+	struct jtree t = {0};
+	struct conf_diag tmp;
+	struct conf_layer *l = NULL;
+	struct cy_node *root;
+	size_t errors = 0;
+
+	if (!saved || !json_is_object(saved)) {
+		conf_diag_add(d, LAYER_ROOT, 0, 0, "expected a JSON object (a saved layer), got %s",
+		              json_kind(saved));
+		return NULL;
+	}
+	conf_diag_init(&tmp);
+	t.a = conf_arena_new();
+	t.d = &tmp;
+	root = convert(&t, saved, add_path(&t, LAYER_ROOT), 1);
+	if (root && !t.failed) {
+		struct conf_arena *a = conf_arena_new();
+
+		l = conf_arena_alloc(a, sizeof(*l));
+		memset(l, 0, sizeof(*l));
+		l->arena = a;
+		errors = conf_load_layer_tree(l, root, LAYER_ROOT, JSON_DIAG_FILE,
+		                              (const char *const *)t.paths, t.npaths, &tmp);
+	}
+	conf_diag_sort(&tmp);
+	rewrite(d, &tmp, &t, LAYER_ROOT);
+	if (!root || t.failed || t.soft || errors) {
+		conf_layer_free(l);
+		l = NULL;
+	}
+	conf_diag_fini(&tmp);
+	free(t.paths);
+	conf_arena_free(t.a);
+	return l;
+}
+
+void
+conf_layer_free(struct conf_layer *l)
+{
+	if (l)
+		conf_arena_free(l->arena);      /* l lives in it too; wipes it all */
 }

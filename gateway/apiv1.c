@@ -1449,6 +1449,75 @@ h_metrics(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	free(b.p);
 }
 
+/* since: epoch seconds, or RFC 3339 UTC ("2026-12-03T10:00:00Z"). */
+static int
+parse_since(const char *v, int64_t *ms)
+{
+	struct tm tm = { 0 };
+	char *end;
+	long long n;
+
+	if (!v || !*v) {
+		*ms = 0;
+		return 0;
+	}
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (!*end && !errno && n >= 0 && n < 253402300800LL) {
+		*ms = n * 1000;
+		return 0;
+	}
+	end = strptime(v, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!end || (strcmp(end, "Z") != 0 && strcmp(end, "+00:00") != 0))
+		return -EINVAL;
+	*ms = (int64_t)timegm(&tm) * 1000;
+	return *ms >= 0 ? 0 : -EINVAL;
+}
+
+static void
+usage_row(void *arg, const char *tenant, const char *pool, double secs, uint64_t claims)
+{
+	json_t *a = arg;
+
+	json_array_append_new(a, json_pack("{s:o, s:s, s:f, s:I}", "tenant",
+					   tenant && *tenant && strcmp(tenant, "-") != 0
+						   ? json_string(tenant)
+						   : json_null(),
+					   "pool", pool, "claim_seconds", secs, "claims",
+					   (json_int_t)claims));
+}
+
+static void
+h_usage(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
+{
+	struct gw_apiv1 *v = arg;
+	const char *tenant = gw_api_query(r, "tenant");
+	json_t *rows = json_array();
+	struct timespec ts;
+	char err[512];
+	int64_t since;
+
+	if (parse_since(gw_api_query(r, "since"), &since) < 0) {
+		json_decref(rows);
+		gw_api_reply_error(r, 400, "bad-request",
+				   "since: epoch seconds or an RFC 3339 UTC time");
+		return;
+	}
+	/* A tenant sees its own usage only. */
+	if (i->tenant)
+		tenant = i->tenant;
+	if (pool_mgr_usage(v->mgr, tenant, since, usage_row, rows, err, sizeof(err)) < 0) {
+		json_decref(rows);
+		gw_api_reply_error(r, 500, "internal", "the journal: %s", err);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gw_api_reply_json(r, 200,
+			  json_pack("{s:o, s:o, s:o}", "since", time_json(since), "until",
+				    time_json((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000),
+				    "usage", rows));
+}
+
 const struct gw_api_route gw_apiv1_routes[] = {
 	{ "POST", "/v1/claims", false, false, h_claim },
 	{ "GET", "/v1/sandboxes", false, false, h_list },
@@ -1460,6 +1529,7 @@ const struct gw_api_route gw_apiv1_routes[] = {
 	{ "GET", "/v1/pools", true, false, h_pools_get },
 	{ "PUT", "/v1/pools", true, false, h_pools_put },
 	{ "GET", "/v1/info", true, false, h_info },
+	{ "GET", "/v1/usage", false, false, h_usage },
 	{ "GET", "/metrics", true, false, h_metrics },
 	{ NULL, NULL, false, false, NULL },
 };

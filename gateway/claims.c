@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "claims.h"
 #include "conf.h"
 #include "fleet.h"
@@ -99,11 +101,11 @@ on_wake(void *arg)
 	pthread_mutex_unlock(&g->mu);
 }
 
+/* attach (addr NULL: a new address) or re-adopt (the address it had). */
 static int
-on_attach(void *arg, const char *id, const char *lane, struct pool_netinfo *out, char *err,
-	  size_t errsz)
+attach_as(struct gw_claims *g, const char *id, const char *lane, const struct in_addr *addr,
+	  struct pool_netinfo *out, char *err, size_t errsz)
 {
-	struct gw_claims *g = arg;
 	const struct conf *c = gw_fleet_conf(g->fleet);
 	struct gw_fleet_info i;
 	char env[GW_FLEET_ENV_MAX][GW_FLEET_ENV_LEN];
@@ -114,7 +116,8 @@ on_attach(void *arg, const char *id, const char *lane, struct pool_netinfo *out,
 			 lane);
 		return -EINVAL;
 	}
-	rc = gw_fleet_attach(g->fleet, id, idx, &i, err, errsz);
+	rc = addr ? gw_fleet_adopt(g->fleet, id, idx, *addr, &i, err, errsz)
+		  : gw_fleet_attach(g->fleet, id, idx, &i, err, errsz);
 	if (rc < 0)
 		return rc;
 	memset(out, 0, sizeof(*out));
@@ -134,6 +137,13 @@ on_attach(void *arg, const char *id, const char *lane, struct pool_netinfo *out,
 		out->env[k][GW_FLEET_ENV_LEN - 1] = 0;
 	}
 	return 0;
+}
+
+static int
+on_attach(void *arg, const char *id, const char *lane, struct pool_netinfo *out, char *err,
+	  size_t errsz)
+{
+	return attach_as(arg, id, lane, NULL, out, err, errsz);
 }
 
 static int
@@ -177,6 +187,34 @@ on_layer_new(void *arg, const struct conf *c, const struct conf_pool *p,
 		snprintf(err, errsz, "pool %s: cannot compile policy %s: %s", p->name, p->policy,
 			 strerror(errno));
 	return l;
+}
+
+static const char *
+on_layer_version(void *layer)
+{
+	return gw_policy_version(layer);
+}
+
+static json_t *
+on_layer_save(void *layer)
+{
+	return gw_policy_save(layer);
+}
+
+static void *
+on_layer_load(void *arg, const json_t *saved, char *err, size_t errsz)
+{
+	(void)arg;
+	return gw_policy_load(saved, err, errsz);
+}
+
+static int
+on_adopt_net(void *arg, const char *id, const char *lane, struct in_addr addr,
+	     struct pool_netinfo *out, char *err, size_t errsz)
+{
+	struct gw_claims *g = arg;
+
+	return attach_as(g, id, lane, &addr, out, err, errsz);
 }
 
 static void *
@@ -326,7 +364,11 @@ gw_claims_start(struct conf *c, struct gw_fleet *f, const char *agent_path, char
 	h.layer_new = on_layer_new;
 	h.layer_ref = on_layer_ref;
 	h.layer_unref = on_layer_unref;
-	g->mgr = pool_mgr_new(&h, c, err, errsz);
+	h.layer_version = on_layer_version;
+	h.layer_save = on_layer_save;
+	h.layer_load = on_layer_load;
+	h.adopt_net = on_adopt_net;
+	g->mgr = pool_mgr_new(&h, c, c->daemon.data_dir, err, errsz);
 	if (!g->mgr)
 		goto fail;
 	if (pthread_create(&g->ticker, NULL, ticker_main, g) != 0) {
@@ -338,12 +380,12 @@ gw_claims_start(struct conf *c, struct gw_fleet *f, const char *agent_path, char
 		    cache);
 	return g;
 fail:
-	gw_claims_stop(g);
+	gw_claims_stop(g, false);
 	return NULL;
 }
 
 void
-gw_claims_stop(struct gw_claims *g)
+gw_claims_stop(struct gw_claims *g, bool end_sandboxes)
 {
 	if (!g)
 		return;
@@ -355,7 +397,7 @@ gw_claims_stop(struct gw_claims *g)
 		pthread_join(g->ticker, NULL);
 	}
 	/* Every sandbox ends through the workers, which are still there. */
-	pool_mgr_free(g->mgr);
+	pool_mgr_free(g->mgr, end_sandboxes);
 	pthread_mutex_lock(&g->mu);
 	g->work_stop = true;
 	pthread_cond_broadcast(&g->jobs_cv);

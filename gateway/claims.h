@@ -4,6 +4,7 @@
 #ifndef SLUICE_GW_CLAIMS_H
 #define SLUICE_GW_CLAIMS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct conf;
@@ -20,8 +21,9 @@ struct gw_claims;
  * NULL with one line in err. */
 struct gw_claims *gw_claims_start(struct conf *c, struct gw_fleet *f, const char *agent_path,
 				  char *err, size_t errsz);
-/* Ends every sandbox, stops the threads. NULL is fine. */
-void gw_claims_stop(struct gw_claims *g);
+/* Stops the threads; with end_sandboxes every sandbox is ended first,
+ * otherwise they run on for the next start to re-adopt. NULL is fine. */
+void gw_claims_stop(struct gw_claims *g, bool end_sandboxes);
 
 struct pool_mgr *gw_claims_mgr(struct gw_claims *g);
 struct gw_fleet *gw_claims_fleet(struct gw_claims *g);

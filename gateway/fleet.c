@@ -326,8 +326,8 @@ take_address(struct gw_fleet *f, struct fleet_lane *fl, struct fent *e)
 }
 
 static int
-fleet_attach(struct gw_fleet *f, const char *id, int lane, struct gw_fleet_info *out,
-		char *err, size_t errsz)
+fleet_attach(struct gw_fleet *f, const char *id, int lane, const struct in_addr *want,
+	     struct gw_fleet_info *out, char *err, size_t errsz)
 {
 	struct fleet_lane *fl;
 	struct fent *e;
@@ -364,7 +364,23 @@ fleet_attach(struct gw_fleet *f, const char *id, int lane, struct gw_fleet_info 
 	e->info.prefix = fl->conf->subnet.prefix;
 	e->info.gateway = gw_addr_pool_gateway(&fl->pool);
 	e->info.linked = fl->conf->egress;
-	if (e->info.linked) {
+	if (e->info.linked && want) {
+		/* Re-adoption: the sandbox keeps the address (and the link
+		 * named after it) it had. */
+		if ((rc = gw_addr_pool_claim(&fl->pool, *want)) < 0) {
+			snprintf(err, errsz, "adopt %s: %s is %s on lane '%s'", id, inet_ntoa(*want),
+				 rc == -EEXIST ? "taken" : "not a sandbox address", fl->conf->name);
+			free(e);
+			return rc;
+		}
+		e->info.addr = *want;
+		fw_ifname(e->info.addr, e->info.ifname);
+		if ((rc = commit_op(f, fw_build_attach, e, "attach", err, errsz)) < 0) {
+			gw_addr_pool_put(&fl->pool, e->info.addr);
+			free(e);
+			return rc;
+		}
+	} else if (e->info.linked) {
 		if ((rc = take_address(f, fl, e)) < 0) {
 			snprintf(err, errsz, "attach %s: lane '%s' has no address left", id,
 				 fl->conf->name);
@@ -531,7 +547,19 @@ gw_fleet_attach(struct gw_fleet *f, const char *id, int lane, struct gw_fleet_in
 	int rc;
 
 	pthread_mutex_lock(&op_mu);
-	rc = fleet_attach(f, id, lane, out, err, errsz);
+	rc = fleet_attach(f, id, lane, NULL, out, err, errsz);
+	pthread_mutex_unlock(&op_mu);
+	return rc;
+}
+
+int
+gw_fleet_adopt(struct gw_fleet *f, const char *id, int lane, struct in_addr addr,
+	       struct gw_fleet_info *out, char *err, size_t errsz)
+{
+	int rc;
+
+	pthread_mutex_lock(&op_mu);
+	rc = fleet_attach(f, id, lane, &addr, out, err, errsz);
 	pthread_mutex_unlock(&op_mu);
 	return rc;
 }

@@ -110,6 +110,12 @@ int gw_fleet_socket(const struct gw_fleet *f, int domain, int type, int protocol
  * takes a reference on layer. */
 int gw_fleet_attach(struct gw_fleet *f, const char *id, int lane, struct gw_fleet_info *out,
 		    char *err, size_t errsz);
+/* attach with a given address: a sandbox that outlived the daemon keeps
+ * the address (and the link named after it) it had. -EEXIST when the
+ * address is taken, -ERANGE when it is not one of the lane's. An id
+ * already attached is handled as by attach. */
+int gw_fleet_adopt(struct gw_fleet *f, const char *id, int lane, struct in_addr addr,
+		   struct gw_fleet_info *out, char *err, size_t errsz);
 int gw_fleet_unlock(struct gw_fleet *f, const char *id, struct gw_policy *layer, char *err,
 		    size_t errsz);
 int gw_fleet_lock(struct gw_fleet *f, const char *id, char *err, size_t errsz);

@@ -404,7 +404,9 @@ out:
 	 * sandboxes, then the doors. */
 	gw_api_stop(dm.api);
 	gw_apiv1_free(dm.apiv1);
-	gw_claims_stop(dm.claims);
+	/* Sandboxes outlive the daemon (the next start re-adopts them),
+	 * unless the operator asked for a teardown on a clean exit. */
+	gw_claims_stop(dm.claims, rc >= 0 && dm.conf->daemon.fleet_teardown);
 	gw_control_close(dm.control);
 	gw_workers_stop(dm.workers, dm.nworkers);
 	/* Sandboxes outlive the daemon: their links and rules stay unless

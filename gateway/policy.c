@@ -18,7 +18,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include <jansson.h>
+
 #include "addr.h"
+#include "conf.h"
 #include "policy.h"
 
 #define NAME_MAX_LEN 253
@@ -745,22 +748,31 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static char *cidr_item(const struct conf_cidr *c)
+/* c's network address as text, host bits masked: 10.1.0.0/8 and 10.0.0.0/8
+ * are one range. -EINVAL for a family or prefix that is no CIDR. */
+static int cidr_net(const struct conf_cidr *c, char text[INET6_ADDRSTRLEN])
 {
 	uint8_t a[16] = { 0 };
-	char text[INET6_ADDRSTRLEN];
 	unsigned bits = c->family == AF_INET ? 32 : 128, i;
 
 	if ((c->family != AF_INET && c->family != AF_INET6) || c->prefix > bits)
-		return fmt("P ? %d %u", c->family, (unsigned)c->prefix);
-	/* mask host bits: 10.1.0.0/8 and 10.0.0.0/8 are one range */
+		return -EINVAL;
 	for (i = 0; i < bits / 8; i++) {
 		unsigned keep = c->prefix >= 8 * (i + 1) ? 8 :
 				c->prefix > 8 * i ? c->prefix - 8 * i : 0;
 
 		a[i] = (uint8_t)(c->addr[i] & (0xff00 >> keep));
 	}
-	if (!inet_ntop(c->family, a, text, sizeof(text)))
+	if (!inet_ntop(c->family, a, text, INET6_ADDRSTRLEN))
+		return -EINVAL;
+	return 0;
+}
+
+static char *cidr_item(const struct conf_cidr *c)
+{
+	char text[INET6_ADDRSTRLEN];
+
+	if (cidr_net(c, text) < 0)
 		return fmt("P ? %d %u", c->family, (unsigned)c->prefix);
 	return fmt("P %s/%u", text, (unsigned)c->prefix);
 }
@@ -907,4 +919,145 @@ gw_policy_each_rule(const struct gw_policy *p,
 		if (r->kind <= PK_NARROW)
 			fn(arg, kinds[r->kind], r->text);
 	}
+}
+
+/* ---- saving and loading ----------------------------------------------- */
+
+/* Appends a new string to arr; -ENOMEM (or -EINVAL: not UTF-8). */
+static int append_str(json_t *arr, const char *text)
+{
+	json_t *v;
+
+	if (!text)
+		return -EINVAL;
+	v = json_string(text);
+	if (!v)
+		return -ENOMEM;
+	return json_array_append_new(arr, v) < 0 ? -ENOMEM : 0;
+}
+
+static int save_cred(json_t *arr, const struct pol_rule *r, const struct conf_credential *c)
+{
+	json_t *o;
+
+	/* the reference, never the value: no reference, nothing to save */
+	if (!c->value.ref || !c->header || !r->text)
+		return -EINVAL;
+	o = json_pack("{s:s, s:s, s:s}", "host", r->text, "header", c->header, "value",
+		      c->value.ref);
+	if (!o)
+		return -EINVAL;         /* ENOMEM, or a text that is not UTF-8 */
+	return json_array_append_new(arr, o) < 0 ? -ENOMEM : 0;
+}
+
+/* Sets o[key] to *v and clears *v: json_object_set_new() takes the value
+ * even when it fails. */
+static int set_take(json_t *o, const char *key, json_t **v)
+{
+	int rc = json_object_set_new(o, key, *v);
+
+	*v = NULL;
+	return rc < 0 ? -ENOMEM : 0;
+}
+
+json_t *gw_policy_save(const struct gw_policy *p)
+{
+	json_t *o = NULL, *lists[PK_NARROW + 1] = { NULL }, *aps = NULL;
+	size_t i;
+	int rc = -ENOMEM;
+
+	if (!p) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (i = 0; i <= PK_NARROW; i++) {
+		lists[i] = i == PK_NARROW && !p->has_narrow ? json_null() : json_array();
+		if (!lists[i])
+			goto out;
+	}
+	aps = json_array();
+	o = json_pack("{s:s, s:s}", "name", p->name ? p->name : "", "mode",
+		      conf_policy_mode_name(p->mode));
+	if (!aps || !o)
+		goto out;
+	rc = 0;
+	for (i = 0; rc == 0 && i < p->nrules; i++) {
+		const struct pol_rule *r = &p->rules[i];
+
+		if (r->kind == PK_CRED)
+			rc = save_cred(lists[PK_CRED], r, &p->creds[r->cred]);
+		else if (r->kind <= PK_NARROW)
+			rc = append_str(lists[r->kind], r->text);
+		else
+			rc = -EINVAL;
+	}
+	for (i = 0; rc == 0 && i < p->allow_private.n; i++) {
+		const struct conf_cidr *c = &p->allow_private.v[i];
+		char net[INET6_ADDRSTRLEN], text[INET6_ADDRSTRLEN + 8];
+
+		rc = cidr_net(c, net);
+		if (rc == 0) {
+			snprintf(text, sizeof(text), "%s/%u", net, (unsigned)c->prefix);
+			rc = append_str(aps, text);
+		}
+	}
+	if (rc < 0)
+		goto out;
+	rc = set_take(o, "allow", &lists[PK_ALLOW]);
+	if (rc == 0)
+		rc = set_take(o, "deny", &lists[PK_DENY]);
+	if (rc == 0)
+		rc = set_take(o, "intercept", &lists[PK_INTERCEPT]);
+	if (rc == 0)
+		rc = set_take(o, "credentials", &lists[PK_CRED]);
+	if (rc == 0)
+		rc = set_take(o, "allow_private", &aps);
+	if (rc == 0)
+		rc = set_take(o, "tenant_egress", &lists[PK_NARROW]);
+out:
+	for (i = 0; i <= PK_NARROW; i++)
+		json_decref(lists[i]);
+	json_decref(aps);
+	if (rc < 0) {
+		json_decref(o);
+		errno = -rc;
+		return NULL;
+	}
+	return o;
+}
+
+struct gw_policy *gw_policy_load(const json_t *saved, char *err, size_t errsz)
+{
+	struct gw_policy *p = NULL;
+	struct conf_layer *l;
+	struct conf_diag d;
+	int e = EINVAL;
+
+	if (errsz > 0)
+		err[0] = '\0';
+	conf_diag_init(&d);
+	l = conf_layer_from_json(saved, &d);
+	if (!l) {
+		size_t more = (d.n > 0 ? d.n - 1 : 0) + d.dropped;
+
+		if (d.n == 0)
+			snprintf(err, errsz, "layer: refused");
+		else if (more > 0)
+			snprintf(err, errsz, "%s (and %zu more)", d.lines[0], more);
+		else
+			snprintf(err, errsz, "%s", d.lines[0]);
+		goto out;
+	}
+	p = gw_policy_new(l->policy, l->has_narrow ? &l->narrow : NULL);
+	if (!p) {
+		e = errno;
+		snprintf(err, errsz, "layer: cannot compile: %s",
+			 e == EINVAL ? "a host pattern does not normalise" : strerror(e));
+	}
+	conf_layer_free(l);
+out:
+	conf_diag_fini(&d);
+	if (!p)
+		errno = e;
+	return p;
 }

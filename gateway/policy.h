@@ -27,6 +27,8 @@
 #include "policy-t.h"
 #include "reason-t.h"
 
+struct json_t;
+
 /* Normalises the host of a request (`len` bytes at `in`, no NUL needed) into
  * out (outsz >= GW_HOST_MAX always suffices): lowercase, one trailing dot
  * stripped; IP literals in any spelling become their canonical text
@@ -110,5 +112,32 @@ const char *gw_policy_name(const struct gw_policy *p);
 enum conf_policy_mode gw_policy_mode(const struct gw_policy *p);
 /* The layer's allow_private list, owned by p (for gw_addr_check()). */
 const struct conf_cidrs *gw_policy_allow_private(const struct gw_policy *p);
+
+/* The layer as JSON for the state file, so that a restart re-adopts a live
+ * claim with the same layer (same rules, same gw_policy_version()) whatever
+ * the configuration says by then:
+ *   {"name": "...", "mode": "enforce"|"report",
+ *    "allow": [...], "deny": [...], "intercept": [...],
+ *    "credentials": [{"host": "*.a.b:443", "header": "...", "value": REF}],
+ *    "allow_private": ["10.0.0.0/8", ...],
+ *    "tenant_egress": [...] or null (null: no tenant list)}
+ * Host patterns are the rules as gw_policy_each_rule() shows them, in
+ * compile order, which the configuration's host pattern parser reads back
+ * to the same rule ("[2001:db8::1]:443"). A credential's value is its
+ * reference text as written ("Bearer ${env:TOKEN}"), never the resolved
+ * value; a credential written literally in the configuration is its own
+ * reference, so that text is saved as it is. Returns a new reference, or
+ * NULL with errno ENOMEM, or EINVAL (p NULL, or a credential without
+ * reference text: one not made by conf/). Borrows p. */
+struct json_t *gw_policy_save(const struct gw_policy *p);
+
+/* The reverse of gw_policy_save(): checks `saved` as conf_layer_from_json()
+ * does (as a YAML policies[] entry), resolves the credential references
+ * again, and compiles the layer. Returns it with one reference, or NULL with
+ * one line in err ("layer.allow[2]: bad host pattern ...", the first error
+ * and " (and N more)"; never a secret's value) and errno EINVAL (or ENOMEM).
+ * Decisions of the loaded layer carry no configuration position (line 0).
+ * Borrows saved. */
+struct gw_policy *gw_policy_load(const struct json_t *saved, char *err, size_t errsz);
 
 #endif

@@ -12,10 +12,16 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include <fcntl.h>
+#include <jansson.h>
+#include <sys/stat.h>
+
 #include "agent_client.h"
 #include "conf.h"
 #include "manager.h"
 #include "sandbox.h"
+#include "journal.h"
+#include "state.h"
 #include "target.h"
 
 #define STOP_GRACE_MS 300
@@ -53,6 +59,9 @@ struct pool_sbx {
 	uint64_t gen;                   /* the pool's generation at boot */
 	struct boot_params bp;
 	struct sbx *h;
+	struct json_t *ref;             /* sbx_save(): how to find it again */
+	struct json_t *layer_saved;     /* the layer as the state file keeps it */
+	bool journaled;                 /* a boot or claim event names it */
 	struct sbx_agent_conn *agent;
 	pthread_mutex_t use_mu;         /* one agent user at a time */
 	struct pool_netinfo net;
@@ -112,6 +121,12 @@ struct pool_mgr {
 	bool stopping;
 	pthread_mutex_t tpl_mu;
 	struct tpl_cache *tpls;
+	/* durability (data_dir) */
+	char *data_dir;
+	struct pool_journal *journal;
+	uint64_t jseq;                  /* the last event appended */
+	struct pool_saver saver;
+	bool jfailing;                  /* the journal's last sync failed */
 };
 
 static const char *const tier_names[] = { "warm", "cold" };
@@ -278,6 +293,8 @@ sbx_destroy_record(struct pool_mgr *m, struct pool_sbx *s)
 {
 	if (s->layer)
 		m->host.layer_unref(s->layer);
+	json_decref(s->ref);
+	json_decref(s->layer_saved);
 	sbx_agent_conn_free(s->agent);
 	sbx_free(s->h);
 	free(s->tenant);
@@ -309,6 +326,205 @@ shed(struct pool_sbx *s)
 	strv_free(s->env, s->nenv);
 	s->env = NULL;
 	s->nenv = 0;
+}
+
+/* ---- the journal and the state file --------------------------------- */
+
+#define JOURNAL_NAME "journal.jsonl"
+#define STATE_NAME "state.json"
+#define JSYNC_TIMEOUT_MS 10000
+
+static json_t *
+strv_obj(char *const *v, size_t n)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(v[i], '=');
+
+		if (eq)
+			json_object_setn_new(o, v[i], (size_t)(eq - v[i]), json_string(eq + 1));
+	}
+	return o;
+}
+
+/* The record as the state file and the journal's boot and claim events
+ * keep it. Under m->mu. */
+static json_t *
+sbx_entry(const struct pool_sbx *s, bool claimed)
+{
+	char addr[INET_ADDRSTRLEN] = "";
+	json_t *o = json_object();
+
+	if (s->net.linked)
+		inet_ntop(AF_INET, &s->net.addr, addr, sizeof(addr));
+	json_object_set_new(o, "id", json_string(s->id));
+	json_object_set_new(o, "pool", json_string(s->pool_name));
+	json_object_set_new(o, "state", json_string(claimed ? "claimed" : "warm"));
+	json_object_set_new(o, "tenant", s->tenant ? json_string(s->tenant) : json_null());
+	json_object_set_new(o, "tier", json_string(pool_tier_name(s->tier)));
+	json_object_set_new(o, "ref", s->ref ? json_incref(s->ref) : json_object());
+	json_object_set_new(o, "lane", json_string(s->bp.lane));
+	json_object_set_new(o, "address", s->net.linked ? json_string(addr) : json_null());
+	json_object_set_new(o, "ifname", json_string(s->net.ifname));
+	json_object_set_new(o, "created_ms", json_integer(s->created_ms));
+	json_object_set_new(o, "expires_ms", json_integer(s->expires_ms));
+	json_object_set_new(o, "ttl_s", json_integer(s->ttl_s));
+	json_object_set_new(o, "labels", strv_obj(s->labels, s->nlabels));
+	json_object_set_new(o, "env", strv_obj(s->env, s->nenv));
+	json_object_set_new(o, "layer",
+			    claimed && s->layer_saved ? json_incref(s->layer_saved) : json_null());
+	return o;
+}
+
+/* Under m->mu: appends one event (stolen). */
+static void
+jrec(struct pool_mgr *m, json_t *ev)
+{
+	uint64_t seq;
+
+	if (!m->journal || !ev) {
+		json_decref(ev);
+		return;
+	}
+	seq = pool_journal_append(m->journal, ev);
+	if (seq)
+		m->jseq = seq;
+	pool_saver_changed(&m->saver);
+}
+
+static json_t *
+ev_of(struct pool_mgr *m, const char *type, const struct pool_sbx *s, bool claimed)
+{
+	json_t *ev = sbx_entry(s, claimed);
+
+	json_object_set_new(ev, "event", json_string(type));
+	json_object_set_new(ev, "claim", json_string(s->id));
+	json_object_del(ev, "id");
+	if (claimed && s->layer && m->host.layer_version)
+		json_object_set_new(ev, "layer_version",
+				    json_string(m->host.layer_version(s->layer)));
+	return ev;
+}
+
+/* An end event: what a tombstone needs, nothing secret, no layer. */
+static json_t *
+ev_end(const char *type, const struct pool_sbx *s, const char *why)
+{
+	json_t *ev = sbx_entry(s, false);
+
+	json_object_set_new(ev, "event", json_string(type));
+	json_object_set_new(ev, "claim", json_string(s->id));
+	json_object_del(ev, "id");
+	json_object_del(ev, "ref");
+	json_object_del(ev, "env");
+	json_object_del(ev, "layer");
+	json_object_del(ev, "state");
+	if (why)
+		json_object_set_new(ev, "reason", json_string(why));
+	return ev;
+}
+
+/* Not under m->mu: makes every event up to seq durable. A failing disk
+ * is logged once per run of failures; the daemon keeps serving and the
+ * events stay pending until a sync succeeds. */
+static void
+jsync(struct pool_mgr *m, uint64_t seq)
+{
+	int rc;
+
+	if (!m->journal || !seq)
+		return;
+	rc = pool_journal_sync(m->journal, seq, JSYNC_TIMEOUT_MS);
+	pthread_mutex_lock(&m->mu);
+	if (rc < 0 && !m->jfailing)
+		mlog(m, POOL_LOG_ERR,
+		     "journal %s/%s: %s: claims are served, their events kept in memory until "
+		     "it can be written",
+		     m->data_dir, JOURNAL_NAME, strerror(-rc));
+	else if (rc == 0 && m->jfailing)
+		mlog(m, POOL_LOG_INFO, "journal %s/%s: written again", m->data_dir, JOURNAL_NAME);
+	m->jfailing = rc < 0;
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* Under m->mu: the state file's document. */
+static json_t *
+state_doc(struct pool_mgr *m)
+{
+	json_t *a = json_array();
+	struct pool_sbx *s;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	TAILQ_FOREACH(s, &m->all, all) {
+		if (s->state == POOL_S_WARM && s->journaled)
+			json_array_append_new(a, sbx_entry(s, false));
+		else if (s->state == POOL_S_CLAIMED && s->ready)
+			json_array_append_new(a, sbx_entry(s, true));
+	}
+	return json_pack("{s:i, s:I, s:I, s:o}", "format", 1, "journal_seq", (json_int_t)m->jseq,
+			 "written_ms", (json_int_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+			 "sandboxes", a);
+}
+
+struct save_job {
+	struct pool_mgr *m;
+	json_t *doc;
+	uint64_t gen, seq;
+};
+
+static void
+save_job(void *arg)
+{
+	struct save_job *j = arg;
+	struct pool_mgr *m = j->m;
+	char err[512] = "";
+	bool log_it = false;
+	int rc;
+
+	/* The state file never runs ahead of the journal. */
+	jsync(m, j->seq);
+	rc = pool_state_write(m->data_dir, STATE_NAME, j->doc, err, sizeof(err));
+	json_decref(j->doc);
+	pthread_mutex_lock(&m->mu);
+	pool_saver_done(&m->saver, j->gen, rc, mono_ms(), &log_it);
+	if (rc < 0 && log_it)
+		mlog(m, POOL_LOG_ERR, "state file: %s (retrying with back-off)", err);
+	m->inflight--;
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+	free(j);
+}
+
+/* Under m->mu, from the tick: writes the state file when it is due. */
+static void
+save_maybe(struct pool_mgr *m, uint64_t now, uint64_t *next)
+{
+	struct save_job *j;
+	uint64_t gen, when;
+
+	if (!m->journal)
+		return;
+	if (pool_saver_should_write(&m->saver, now, &gen)) {
+		j = malloc(sizeof(*j));
+		if (j) {
+			j->m = m;
+			j->doc = state_doc(m);
+			j->gen = gen;
+			j->seq = m->jseq;
+			m->inflight++;
+			if (m->host.submit(m->host.arg, save_job, j) == 0)
+				return;
+			m->inflight--;
+			json_decref(j->doc);
+			free(j);
+		}
+		pool_saver_done(&m->saver, gen, -ENOMEM, now, &(bool){ false });
+	}
+	when = pool_saver_next_ms(&m->saver, now);
+	if (when && when < *next)
+		*next = when;
 }
 
 static struct pool_sbx *
@@ -470,9 +686,10 @@ fail:
 
 /* Ends s (not under m->mu; s->state is ENDING, a reference held by the
  * caller): lock, destroy, detach. */
-static void
+static uint64_t
 end_one(struct pool_mgr *m, struct pool_sbx *s)
 {
+	uint64_t seq = 0;
 	char err[256];
 
 	if (s->attached && m->host.lock(m->host.arg, s->id, err, sizeof(err)) < 0)
@@ -491,6 +708,14 @@ end_one(struct pool_mgr *m, struct pool_sbx *s)
 	pthread_mutex_lock(&m->mu);
 	s->attached = false;
 	s->state = POOL_S_ENDED;
+	if (s->journaled) {
+		if (s->ready)
+			jrec(m, ev_end(s->end == POOL_END_RELEASED ? "release" : "reap", s,
+				       s->end == POOL_END_SHUTDOWN ? "shutdown" : NULL));
+		else
+			jrec(m, ev_end("drain", s, NULL));
+		seq = m->jseq;
+	}
 	if (s->layer) {
 		m->host.layer_unref(s->layer);
 		s->layer = NULL;
@@ -516,6 +741,7 @@ end_one(struct pool_mgr *m, struct pool_sbx *s)
 		sbx_unref_locked(m, s);
 	}
 	pthread_mutex_unlock(&m->mu);
+	return seq;
 }
 
 /* Under m->mu: takes s out of its pool's counts as it starts ending. */
@@ -618,6 +844,8 @@ boot_job(void *arg)
 
 	free(j);
 	rc = boot_one(m, s, err, sizeof(err));
+	if (rc == 0)
+		s->ref = sbx_save(s->h);
 	pthread_mutex_lock(&m->mu);
 	p->booting--;
 	m->nboot--;
@@ -639,6 +867,8 @@ boot_job(void *arg)
 			TAILQ_INSERT_TAIL(&p->warm, s, warm);
 			s->on_warm = true;
 			p->nwarm++;
+			s->journaled = true;
+			jrec(m, ev_of(m, "boot", s, false));
 		}
 	}
 	/* Wake before the count drops: once it is 0, pool_mgr_free() may
@@ -760,12 +990,462 @@ pool_mgr_conf(struct pool_mgr *m)
 	return c;
 }
 
+/* ---- restart: re-adoption -------------------------------------------- */
+
+struct restore {
+	struct pool_mgr *m;
+	json_t *live;                   /* id -> entry (the state file's shape) */
+	json_t *tombs;                  /* end events, oldest first */
+	uint64_t base;                  /* the state file's journal_seq */
+	uint64_t last;
+	json_t *adopted;                /* ids kept: sbx_sweep()'s list */
+};
+
+static void
+restore_event(void *arg, const json_t *ev, uint64_t seq)
+{
+	struct restore *r = arg;
+	const char *type = json_string_value(json_object_get(ev, "event"));
+	const char *id = json_string_value(json_object_get(ev, "claim"));
+
+	r->last = seq;
+	if (!type || !id)
+		return;
+	if (strcmp(type, "release") == 0 || strcmp(type, "reap") == 0) {
+		json_array_append(r->tombs, (json_t *)(uintptr_t)ev);
+		if (json_array_size(r->tombs) > POOL_TOMBSTONES)
+			json_array_remove(r->tombs, 0);
+	}
+	if (seq <= r->base)
+		return;                 /* the state file has it */
+	if (strcmp(type, "boot") == 0 || strcmp(type, "claim") == 0) {
+		json_t *e = json_deep_copy(ev);
+
+		json_object_set_new(e, "id", json_string(id));
+		json_object_set_new(e, "state", json_string(type[0] == 'b' ? "warm" : "claimed"));
+		json_object_del(e, "event");
+		json_object_del(e, "claim");
+		json_object_set_new(r->live, id, e);
+	} else if (strcmp(type, "release") == 0 || strcmp(type, "reap") == 0 ||
+		   strcmp(type, "drain") == 0 || strcmp(type, "gone") == 0) {
+		json_object_del(r->live, id);
+	}
+}
+
+static struct pstate *
+pool_for(struct pool_mgr *m, const char *name)
+{
+	struct pstate *p = pool_find(m, name);
+
+	if (p)
+		return p;
+	/* A claim from a pool no longer in the set: the pool drains. */
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	TAILQ_INIT(&p->warm);
+	p->draining = true;
+	p->next = m->pools;
+	m->pools = p;
+	return p;
+}
+
+static int64_t
+jint(const json_t *o, const char *k)
+{
+	return (int64_t)json_integer_value(json_object_get(o, k));
+}
+
+static int
+kv_of(const json_t *o, char ***v, size_t *n)
+{
+	const char *k;
+	json_t *val;
+	size_t i = 0;
+
+	*v = NULL;
+	*n = 0;
+	if (!json_is_object(o) || json_object_size(o) == 0)
+		return 0;
+	*v = calloc(json_object_size(o), sizeof(**v));
+	if (!*v)
+		return -ENOMEM;
+	json_object_foreach((json_t *)(uintptr_t)o, k, val) {
+		const char *sv = json_string_value(val);
+		size_t kl = strlen(k), vl = sv ? strlen(sv) : 0;
+
+		if (!((*v)[i] = malloc(kl + vl + 2)))
+			return -ENOMEM;
+		memcpy((*v)[i], k, kl);
+		(*v)[i][kl] = '=';
+		memcpy((*v)[i] + kl + 1, sv ? sv : "", vl + 1);
+		*n = ++i;
+	}
+	return 0;
+}
+
+static void tomb_from(struct pool_mgr *m, const json_t *ev);
+
+/* Under m->mu: journals the end of a sandbox of the state that is gone
+ * (claims become tombstones, reaped). */
+static void
+gone_locked(struct restore *r, const char *id, const json_t *e, const char *why)
+{
+	struct pool_mgr *m = r->m;
+	bool claimed = strcmp(json_string_value(json_object_get(e, "state")) ?: "", "claimed") == 0;
+	json_t *ev = json_deep_copy(e);
+
+	json_object_set_new(ev, "event", json_string(claimed ? "reap" : "gone"));
+	json_object_set_new(ev, "claim", json_string(id));
+	json_object_set_new(ev, "reason", json_string(why));
+	json_object_del(ev, "id");
+	json_object_del(ev, "ref");
+	json_object_del(ev, "env");
+	json_object_del(ev, "layer");
+	json_object_del(ev, "state");
+	if (claimed)
+		tomb_from(m, ev);
+	jrec(m, ev);
+}
+
+/* Re-adopts one sandbox of the state (not under m->mu: nothing else runs
+ * yet). A sandbox that is gone is forgotten and journaled; one whose
+ * network or layer cannot be restored is ended. */
+static void
+adopt_one(struct restore *r, const char *id, const json_t *e)
+{
+	struct pool_mgr *m = r->m;
+	const json_t *ref = json_object_get(e, "ref");
+	const char *backend = json_string_value(json_object_get(ref, "backend"));
+	const char *pool = json_string_value(json_object_get(e, "pool"));
+	const char *lane = json_string_value(json_object_get(e, "lane"));
+	const char *address = json_string_value(json_object_get(e, "address"));
+	const char *tenant = json_string_value(json_object_get(e, "tenant"));
+	bool claimed = strcmp(json_string_value(json_object_get(e, "state")) ?: "", "claimed") == 0;
+	const struct sbx_backend *be = sbx_backend_get(backend ? backend : "ns");
+	struct pool_sbx *s;
+	struct sbx *h = NULL;
+	struct in_addr a = { 0 };
+	char err[512] = "";
+	const char *why = NULL;
+	struct pstate *p;
+	int fd, rc;
+
+	if (!be || !pool || !lane || strlen(id) > POOL_ID_MAX) {
+		mlog(m, POOL_LOG_ERR, "restart: sandbox %s: its record is incomplete; forgotten", id);
+		pthread_mutex_lock(&m->mu);
+		gone_locked(r, id, e, "record");
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	rc = sbx_adopt(be, ref, &h, err, sizeof(err));
+	if (rc < 0) {
+		mlog(m, rc == -ESRCH ? POOL_LOG_INFO : POOL_LOG_WARN,
+		     "restart: %s %s is gone (%s)", claimed ? "claim" : "warm sandbox", id,
+		     rc == -ESRCH ? "its process ended" : err);
+		if (sbx_forget(be, ref, err, sizeof(err)) < 0)
+			mlog(m, POOL_LOG_WARN, "restart: %s: %s", id, err);
+		pthread_mutex_lock(&m->mu);
+		gone_locked(r, id, e, "gone");
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	pthread_mutex_lock(&m->mu);
+	p = pool_for(m, pool);
+	s = p ? calloc(1, sizeof(*s)) : NULL;
+	if (!s) {
+		pthread_mutex_unlock(&m->mu);
+		sbx_stop(h, 0, err, sizeof(err));
+		sbx_free(h);
+		return;
+	}
+	snprintf(s->id, sizeof(s->id), "%s", id);
+	s->pool = p;
+	snprintf(s->pool_name, sizeof(s->pool_name), "%s", pool);
+	s->refs = 1;
+	s->gen = p->gen;
+	s->h = h;
+	s->ref = json_deep_copy(ref);
+	s->journaled = true;
+	s->tier = strcmp(json_string_value(json_object_get(e, "tier")) ?: "", "cold") == 0
+			  ? POOL_TIER_COLD
+			  : POOL_TIER_WARM;
+	snprintf(s->bp.lane, sizeof(s->bp.lane), "%s", lane);
+	pthread_mutex_init(&s->use_mu, NULL);
+	s->state = POOL_S_BOOTING;      /* not lendable until it is set up */
+	TAILQ_INSERT_TAIL(&m->all, s, all);
+	pthread_mutex_unlock(&m->mu);
+
+	if (address && inet_pton(AF_INET, address, &a) != 1) {
+		why = "address";
+		snprintf(err, sizeof(err), "bad address \"%s\"", address);
+		goto end;
+	}
+	rc = m->host.adopt_net(m->host.arg, id, lane, a, &s->net, err, sizeof(err));
+	if (rc < 0) {
+		why = "network";
+		goto end;
+	}
+	s->attached = true;
+	fd = sbx_agent_fd(h);
+	if (fd < 0 || (fd = dup(fd)) < 0 || !(s->agent = sbx_agent_conn_new(fd)) ||
+	    sbx_agent_hello_sync(s->agent, HELLO_TIMEOUT_MS, NULL, err, sizeof(err)) < 0) {
+		why = "agent";
+		goto end;
+	}
+	if (claimed) {
+		const json_t *saved = json_object_get(e, "layer");
+		void *layer = m->host.layer_load(m->host.arg, saved, err, sizeof(err));
+
+		if (!layer) {
+			why = "layer";
+			goto end;
+		}
+		if (m->host.unlock(m->host.arg, id, layer, err, sizeof(err)) < 0) {
+			m->host.layer_unref(layer);
+			why = "network";
+			goto end;
+		}
+		s->unlocked = true;
+		if ((tenant && !(s->tenant = strdup(tenant))) ||
+		    kv_of(json_object_get(e, "labels"), &s->labels, &s->nlabels) < 0 ||
+		    kv_of(json_object_get(e, "env"), &s->env, &s->nenv) < 0) {
+			m->host.layer_unref(layer);
+			why = "memory";
+			goto end;
+		}
+		pthread_mutex_lock(&m->mu);
+		s->layer = layer;
+		s->layer_saved = json_deep_copy(saved);
+		s->created_ms = jint(e, "created_ms");
+		s->expires_ms = jint(e, "expires_ms");
+		s->ttl_s = (uint32_t)jint(e, "ttl_s");
+		s->state = POOL_S_CLAIMED;
+		s->ready = true;
+		p->claimed++;
+	} else {
+		pthread_mutex_lock(&m->mu);
+		if (p->draining) {
+			pthread_mutex_unlock(&m->mu);
+			why = NULL;
+			goto drain;
+		}
+		s->state = POOL_S_WARM;
+		TAILQ_INSERT_TAIL(&p->warm, s, warm);
+		s->on_warm = true;
+		p->nwarm++;
+	}
+	jrec(m, json_pack("{s:s, s:s, s:s, s:s}", "event", "adopt", "claim", id, "pool", pool,
+			  "state", claimed ? "claimed" : "warm"));
+	json_array_append_new(r->adopted, json_string(id));
+	pthread_mutex_unlock(&m->mu);
+	mlog(m, POOL_LOG_INFO, "restart: %s %s re-adopted%s", claimed ? "claim" : "warm sandbox",
+	     id, claimed ? " with its layer and lease" : "");
+	return;
+
+end:
+	mlog(m, POOL_LOG_ERR, "restart: %s %s cannot be restored (%s): %s; ending it",
+	     claimed ? "claim" : "warm sandbox", id, why, err);
+drain:
+	/* A record lent out ends as a reaped claim, a warm one drains. */
+	pthread_mutex_lock(&m->mu);
+	if (claimed) {
+		s->ready = true;
+		s->state = POOL_S_CLAIMED;
+		s->created_ms = jint(e, "created_ms");
+		s->expires_ms = jint(e, "expires_ms");
+		s->ttl_s = (uint32_t)jint(e, "ttl_s");
+		if (tenant && !s->tenant)
+			s->tenant = strdup(tenant);
+		p->claimed++;
+		begin_end(s, POOL_END_REAPED);
+	} else {
+		s->state = POOL_S_WARM;
+		begin_end(s, POOL_END_DRAINED);
+	}
+	json_array_append_new(r->adopted, json_string(id));
+	end_async(m, s);
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* A tombstone from an end event of the journal. Under m->mu. */
+static void
+tomb_from(struct pool_mgr *m, const json_t *ev)
+{
+	const char *id = json_string_value(json_object_get(ev, "claim"));
+	const char *pool = json_string_value(json_object_get(ev, "pool"));
+	const char *tenant = json_string_value(json_object_get(ev, "tenant"));
+	const char *address = json_string_value(json_object_get(ev, "address"));
+	const char *lane = json_string_value(json_object_get(ev, "lane"));
+	struct pool_sbx *s;
+
+	if (!id || !pool || strlen(id) > POOL_ID_MAX || sbx_find(m, id))
+		return;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return;
+	snprintf(s->id, sizeof(s->id), "%s", id);
+	snprintf(s->pool_name, sizeof(s->pool_name), "%s", pool);
+	if (lane)
+		snprintf(s->bp.lane, sizeof(s->bp.lane), "%s", lane);
+	s->refs = 1;
+	s->tenant = tenant ? strdup(tenant) : NULL;
+	s->tier = strcmp(json_string_value(json_object_get(ev, "tier")) ?: "", "cold") == 0
+			  ? POOL_TIER_COLD
+			  : POOL_TIER_WARM;
+	s->net.linked = address && inet_pton(AF_INET, address, &s->net.addr) == 1;
+	s->created_ms = jint(ev, "created_ms");
+	s->expires_ms = jint(ev, "expires_ms");
+	s->ttl_s = (uint32_t)jint(ev, "ttl_s");
+	s->state = POOL_S_ENDED;
+	s->ready = true;
+	s->end = strcmp(json_string_value(json_object_get(ev, "event")), "release") == 0
+			 ? POOL_END_RELEASED
+			 : POOL_END_REAPED;
+	pthread_mutex_init(&s->use_mu, NULL);
+	TAILQ_INSERT_TAIL(&m->all, s, all);
+	m->ntomb++;
+}
+
+/* Reads the state file and the journal, re-adopts what still runs,
+ * journals the end of what does not, ends the orphans. */
+static int
+restore(struct pool_mgr *m, char *err, size_t errsz)
+{
+	struct restore r = { .m = m, .live = json_object(), .tombs = json_array(),
+			     .adopted = json_array() };
+	struct pool_journal_stats st = { 0 };
+	char path[4096], e2[512] = "";
+	const char **keep;
+	const char *id;
+	json_t *doc, *e, *tmp;
+	size_t i, n;
+	int rc, sweeps = 0;
+
+	doc = pool_state_read(m->data_dir, STATE_NAME, e2, sizeof(e2));
+	if (!doc && e2[0])
+		mlog(m, POOL_LOG_WARN, "restart: state file: %s; rebuilding from the journal", e2);
+	if (doc) {
+		r.base = (uint64_t)json_integer_value(json_object_get(doc, "journal_seq"));
+		json_array_foreach(json_object_get(doc, "sandboxes"), i, e)
+			json_object_set(r.live, json_string_value(json_object_get(e, "id")), e);
+		json_decref(doc);
+	}
+	snprintf(path, sizeof(path), "%s/%s", m->data_dir, JOURNAL_NAME);
+	rc = pool_journal_read(path, restore_event, &r, &st, e2, sizeof(e2));
+	if (rc < 0) {
+		snprintf(err, errsz, "%s", e2);
+		goto out;
+	}
+	if (r.base > r.last && r.last)
+		mlog(m, POOL_LOG_WARN, "restart: the state file is ahead of the journal (%llu > %llu)",
+		     (unsigned long long)r.base, (unsigned long long)r.last);
+	pthread_mutex_lock(&m->mu);
+	json_array_foreach(r.tombs, i, e) {
+		id = json_string_value(json_object_get(e, "claim"));
+		if (id && !json_object_get(r.live, id))
+			tomb_from(m, e);
+	}
+	pthread_mutex_unlock(&m->mu);
+	json_object_foreach_safe(r.live, tmp, id, e) adopt_one(&r, id, e);
+	/* Orphans: sandboxes the backend finds that no record names (booted
+	 * just before a crash). */
+	n = json_array_size(r.adopted);
+	keep = calloc(n + 1, sizeof(*keep));
+	if (keep) {
+		for (i = 0; i < n; i++)
+			keep[i] = json_string_value(json_array_get(r.adopted, i));
+		for (const char *b = "ns"; b; b = NULL) {
+			const struct sbx_backend *be = sbx_backend_get(b);
+			int k = be ? sbx_sweep(be, keep, n, e2, sizeof(e2)) : 0;
+
+			if (k < 0)
+				mlog(m, POOL_LOG_WARN, "restart: sweep: %s", e2);
+			else
+				sweeps += k;
+		}
+		free(keep);
+	}
+	mlog(m, POOL_LOG_INFO,
+	     "restart: journal up to seq %llu (%llu events; %llu torn, %llu garbage, %llu gaps), "
+	     "%zu sandboxes re-adopted, %d orphans ended",
+	     (unsigned long long)st.last_seq, (unsigned long long)st.events,
+	     (unsigned long long)st.torn, (unsigned long long)st.garbage,
+	     (unsigned long long)st.gaps, n, sweeps);
+	rc = 0;
+out:
+	json_decref(r.live);
+	json_decref(r.tombs);
+	json_decref(r.adopted);
+	return rc;
+}
+
+static void
+jlog(void *arg, int level, const char *msg)
+{
+	struct pool_mgr *m = arg;
+
+	mlog(m, (enum pool_log_level)level, "journal: %s", msg);
+}
+
+static int
+mkdir_p(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (char *q = buf + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = 0;
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*q = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Under m->mu, dropped and retaken: writes the state file now. */
+static int
+save_now(struct pool_mgr *m, char *err, size_t errsz)
+{
+	uint64_t gen, seq, now = mono_ms();
+	bool log_it;
+	json_t *doc;
+	int rc;
+
+	if (!pool_saver_should_write(&m->saver, now, &gen))
+		return 0;
+	doc = state_doc(m);
+	seq = m->jseq;
+	pthread_mutex_unlock(&m->mu);
+	rc = m->journal && seq ? pool_journal_sync(m->journal, seq, JSYNC_TIMEOUT_MS) : 0;
+	if (rc < 0)
+		snprintf(err, errsz, "%s/%s: %s", m->data_dir, JOURNAL_NAME, strerror(-rc));
+	else
+		rc = pool_state_write(m->data_dir, STATE_NAME, doc, err, errsz);
+	json_decref(doc);
+	pthread_mutex_lock(&m->mu);
+	pool_saver_done(&m->saver, gen, rc, mono_ms(), &log_it);
+	return rc;
+}
+
 struct pool_mgr *
-pool_mgr_new(const struct pool_host *host, struct conf *c, char *err, size_t errsz)
+pool_mgr_new(const struct pool_host *host, struct conf *c, const char *data_dir, char *err,
+	     size_t errsz)
 {
 	struct pool_mgr *m = calloc(1, sizeof(*m));
+	char path[4096], e2[512];
+	int rc;
 
-	if (!m) {
+	if (!m || !(m->data_dir = strdup(data_dir))) {
+		free(m);
 		snprintf(err, errsz, "out of memory");
 		return NULL;
 	}
@@ -774,33 +1454,86 @@ pool_mgr_new(const struct pool_host *host, struct conf *c, char *err, size_t err
 	pthread_mutex_init(&m->tpl_mu, NULL);
 	pthread_cond_init(&m->cv, NULL);
 	TAILQ_INIT(&m->all);
+	pool_saver_init(&m->saver, POOL_BACKOFF_MIN_MS, POOL_BACKOFF_MAX_MS);
+	if ((rc = mkdir_p(data_dir, 0700)) < 0) {
+		snprintf(err, errsz, "daemon.data_dir %s: cannot create it: %s", data_dir,
+			 strerror(-rc));
+		goto fail;
+	}
+	snprintf(path, sizeof(path), "%s/%s", data_dir, JOURNAL_NAME);
+	m->journal = pool_journal_open(path, jlog, m, e2, sizeof(e2));
+	if (!m->journal) {
+		snprintf(err, errsz, "daemon.data_dir %s: the journal: %s", data_dir, e2);
+		goto fail;
+	}
 	pool_mgr_set_conf(m, c);
+	if (restore(m, e2, sizeof(e2)) < 0) {
+		snprintf(err, errsz, "daemon.data_dir %s: %s", data_dir, e2);
+		goto fail_keep;
+	}
+	/* The state as of now, before the first request: a directory that
+	 * cannot be written is refused here, not found out later. */
+	pthread_mutex_lock(&m->mu);
+	pool_saver_changed(&m->saver);
+	rc = save_now(m, e2, sizeof(e2));
+	pthread_mutex_unlock(&m->mu);
+	if (rc < 0) {
+		snprintf(err, errsz, "daemon.data_dir %s: %s", data_dir, e2);
+		goto fail_keep;
+	}
 	return m;
+fail_keep:
+	pool_mgr_free(m, false);
+	return NULL;
+fail:
+	pool_journal_close(m->journal);
+	pthread_cond_destroy(&m->cv);
+	pthread_mutex_destroy(&m->tpl_mu);
+	pthread_mutex_destroy(&m->mu);
+	free(m->data_dir);
+	free(m);
+	return NULL;
 }
 
 void
-pool_mgr_free(struct pool_mgr *m)
+pool_mgr_free(struct pool_mgr *m, bool end_all)
 {
 	struct pool_sbx *s, *n;
+	char err[512];
 
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->mu);
 	m->stopping = true;
-	/* Boots in flight finish (and end themselves, m->stopping). */
+	/* Boots, teardowns and state writes in flight finish (boots end
+	 * what they made: m->stopping). */
 	while (m->inflight)
 		pthread_cond_wait(&m->cv, &m->mu);
-	for (s = TAILQ_FIRST(&m->all); s; s = n) {
-		n = TAILQ_NEXT(s, all);
-		if (s->state == POOL_S_WARM || s->state == POOL_S_CLAIMED) {
-			begin_end(s, POOL_END_SHUTDOWN);
-			end_async(m, s);
+	if (end_all) {
+		for (s = TAILQ_FIRST(&m->all); s; s = n) {
+			n = TAILQ_NEXT(s, all);
+			if (s->state == POOL_S_WARM || s->state == POOL_S_CLAIMED) {
+				begin_end(s, POOL_END_SHUTDOWN);
+				end_async(m, s);
+			}
 		}
+		while (m->inflight)
+			pthread_cond_wait(&m->cv, &m->mu);
 	}
-	while (m->inflight)
-		pthread_cond_wait(&m->cv, &m->mu);
+	/* What is left runs on: the next start re-adopts it from the state
+	 * file written here (and the journal). */
+	if (m->journal) {
+		pool_saver_changed(&m->saver);
+		pool_saver_retry_now(&m->saver);
+		if (save_now(m, err, sizeof(err)) < 0)
+			mlog(m, POOL_LOG_ERR, "state file at stop: %s", err);
+	}
 	while ((s = TAILQ_FIRST(&m->all))) {
 		TAILQ_REMOVE(&m->all, s, all);
+		if (s->h && (s->state == POOL_S_WARM || s->state == POOL_S_CLAIMED)) {
+			sbx_release(s->h);
+			s->h = NULL;
+		}
 		sbx_unref_locked(m, s);
 	}
 	pthread_mutex_unlock(&m->mu);
@@ -818,11 +1551,55 @@ pool_mgr_free(struct pool_mgr *m)
 		sbx_template_free(t->be, t->t);
 		free(t);
 	}
+	pool_journal_close(m->journal);
 	conf_unref(m->conf);
 	pthread_cond_destroy(&m->cv);
 	pthread_mutex_destroy(&m->tpl_mu);
 	pthread_mutex_destroy(&m->mu);
+	free(m->data_dir);
 	free(m);
+}
+
+struct usage_ctx {
+	struct pool_usage *u;
+};
+
+static void
+usage_event(void *arg, const json_t *ev, uint64_t seq)
+{
+	struct usage_ctx *x = arg;
+
+	(void)seq;
+	pool_usage_event(x->u, ev);
+}
+
+int
+pool_mgr_usage(struct pool_mgr *m, const char *tenant, int64_t since_ms,
+	       void (*cb)(void *arg, const char *tenant, const char *pool, double claim_seconds,
+			  uint64_t claims),
+	       void *arg, char *err, size_t errsz)
+{
+	struct pool_journal_stats st;
+	struct usage_ctx x = { pool_usage_new() };
+	char path[4096];
+	uint64_t seq;
+	int rc;
+
+	if (!x.u) {
+		snprintf(err, errsz, "out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&m->mu);
+	seq = m->jseq;
+	pthread_mutex_unlock(&m->mu);
+	/* What is in memory only is not in the file yet. */
+	jsync(m, seq);
+	snprintf(path, sizeof(path), "%s/%s", m->data_dir, JOURNAL_NAME);
+	rc = pool_journal_read(path, usage_event, &x, &st, err, errsz);
+	if (rc == 0)
+		pool_usage_result(x.u, tenant, since_ms, real_ms(), cb, arg);
+	pool_usage_free(x.u);
+	return rc;
 }
 
 /* ---- refill and reap -------------------------------------------------- */
@@ -890,6 +1667,7 @@ pool_mgr_tick(struct pool_mgr *m)
 		}
 		pp = &p->next;
 	}
+	save_maybe(m, now, &next);
 	pthread_mutex_unlock(&m->mu);
 	return next ? next : 1;
 }
@@ -969,6 +1747,7 @@ pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_f
 	struct pstate *p;
 	struct conf *c;
 	bool cold = false;
+	uint64_t seq;
 	uint32_t ttl;
 	void *layer;
 	int rc;
@@ -1042,6 +1821,8 @@ pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_f
 
 	if (cold) {
 		rc = boot_one(m, s, err, errsz);
+		if (rc == 0)
+			s->ref = sbx_save(s->h);
 		pthread_mutex_lock(&m->mu);
 		if (rc < 0) {
 			boot_failed(m, p, err);
@@ -1079,6 +1860,7 @@ pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_f
 	}
 	s->nenv = req->nenv;
 	s->nlabels = req->nlabels;
+	s->layer_saved = m->host.layer_save ? m->host.layer_save(layer) : NULL;
 
 	pthread_mutex_lock(&m->mu);
 	s->layer = layer;
@@ -1092,6 +1874,9 @@ pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_f
 		p->cold--;
 	p->claimed++;
 	p->claims[s->tier]++;
+	s->journaled = true;
+	jrec(m, ev_of(m, "claim", s, true));
+	seq = m->jseq;
 	view_of(s, &v);
 	cb(arg, &v);
 	mlog(m, POOL_LOG_INFO, "claim %s: pool %s, tenant %s, tier %s, ttl %us", s->id, p->name,
@@ -1099,6 +1884,9 @@ pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_f
 	sbx_unref_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
 	conf_unref(c);
+	/* The answer leaves once the claim is in the journal (one group
+	 * commit). */
+	jsync(m, seq);
 	return 0;
 
 abort:
@@ -1114,6 +1902,7 @@ int
 pool_mgr_release(struct pool_mgr *m, const char *id, const char *tenant, enum pool_end *was)
 {
 	struct pool_sbx *s;
+	uint64_t seq;
 
 	pthread_mutex_lock(&m->mu);
 	s = claim_find(m, id, tenant);
@@ -1129,10 +1918,11 @@ pool_mgr_release(struct pool_mgr *m, const char *id, const char *tenant, enum po
 	begin_end(s, POOL_END_RELEASED);
 	s->refs++;
 	pthread_mutex_unlock(&m->mu);
-	end_one(m, s);
+	seq = end_one(m, s);
 	pthread_mutex_lock(&m->mu);
 	sbx_unref_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
+	jsync(m, seq);
 	mlog(m, POOL_LOG_INFO, "claim %s: released", id);
 	*was = POOL_END_NONE;
 	if (m->host.wake)

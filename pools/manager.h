@@ -27,6 +27,7 @@
 
 #include "conf-t.h"
 
+struct json_t;
 struct sbx_agent_conn;
 struct pool_mgr;
 struct pool_sbx;
@@ -101,6 +102,15 @@ struct pool_host {
 			   const struct conf_tenant *t, char *err, size_t errsz);
 	void *(*layer_ref)(void *layer);
 	void (*layer_unref)(void *layer);
+	const char *(*layer_version)(void *layer);
+	/* The layer as the state file and the journal keep it (credential
+	 * references, never values), and back (references resolved
+	 * again): for claims that outlive the daemon. */
+	struct json_t *(*layer_save)(void *layer);
+	void *(*layer_load)(void *arg, const struct json_t *saved, char *err, size_t errsz);
+	/* attach with the address a re-adopted sandbox had. */
+	int (*adopt_net)(void *arg, const char *id, const char *lane, struct in_addr addr,
+			 struct pool_netinfo *out, char *err, size_t errsz);
 };
 
 /* The boot latency histogram's upper bounds, in milliseconds (+Inf is
@@ -161,11 +171,27 @@ struct pool_claim_req {
  *   -ENOSPC  no address left;        -EIO     the boot failed;
  *   -EAGAIN  no warm sandbox and POOL_COLD_PARALLEL cold boots already;
  *   -ENOMEM. */
-struct pool_mgr *pool_mgr_new(const struct pool_host *host, struct conf *c, char *err,
-			      size_t errsz);
-/* Ends every sandbox (warm and claimed) and frees the manager. Blocks
- * until they are gone. NULL is fine. */
-void pool_mgr_free(struct pool_mgr *m);
+/* Opens the journal (data_dir/journal.jsonl) and the state file
+ * (data_dir/state.json), creating data_dir (0700) if needed; re-adopts
+ * every sandbox of the state that still runs (journals "reap" for claims
+ * that are gone), ends the backend's orphans, writes the state, and
+ * starts filling c's pools. NULL with one line in err, also when
+ * data_dir cannot be written (the daemon refuses to start). */
+struct pool_mgr *pool_mgr_new(const struct pool_host *host, struct conf *c, const char *data_dir,
+			      char *err, size_t errsz);
+/* Stops refilling, waits for what is in flight, and frees the manager.
+ * With end_all every sandbox (warm and claimed) is ended first;
+ * without, they run on and the state file written here lets the next
+ * start re-adopt them. NULL is fine. */
+void pool_mgr_free(struct pool_mgr *m, bool end_all);
+
+/* Claim-seconds per tenant and pool from the journal, for claims
+ * overlapping [since_ms, now]; tenant NULL: every tenant ("" is the
+ * operator's). 0 or -errno with err. */
+int pool_mgr_usage(struct pool_mgr *m, const char *tenant, int64_t since_ms,
+		   void (*cb)(void *arg, const char *tenant, const char *pool,
+			      double claim_seconds, uint64_t claims),
+		   void *arg, char *err, size_t errsz);
 
 /* Replaces the pool set by c's pools (a reference is taken). Pools added
  * start filling; removed ones drain; a pool whose backend, template,

@@ -368,11 +368,8 @@ self_for(int c)
 }
 
 int
-sbx_cg_create(const char *id, const struct sbx_limits *l, struct sbx_cg *cg, char *err,
-              size_t errsz)
+sbx_cg_dirs(const char *id, struct sbx_cg *cg, char *err, size_t errsz)
 {
-	struct sbx_cg_kv kv[SBX_CG_KV_MAX];
-	size_t nkv;
 	int rc;
 
 	memset(cg, 0, sizeof(*cg));
@@ -380,26 +377,78 @@ sbx_cg_create(const char *id, const struct sbx_limits *l, struct sbx_cg *cg, cha
 		return rc;
 	cg->version = layout.version;
 	if (layout.version == 2) {
-		char ctl[PATH_MAX];
 		if (sbx_cg_path(layout.v2mount, self_for(0), parent_name(), id, cg->dirs[0],
 		                sizeof(cg->dirs[0])) < 0)
 			return sbx_fail(err, errsz, -ENAMETOOLONG, "cgroups: path too long");
 		cg->ndirs = 1;
+		return 0;
+	}
+	for (int c = 0; c < SBX_CG__N; c++) {
+		if (!layout.mount[c][0])
+			continue;
+		if (sbx_cg_path(layout.mount[c], self_for(c), parent_name(), id,
+		                cg->dirs[cg->ndirs], sizeof(cg->dirs[0])) < 0) {
+			cg->ndirs = 0;
+			return sbx_fail(err, errsz, -ENAMETOOLONG, "cgroups: path too long");
+		}
+		cg->ndirs++;
+	}
+	return 0;
+}
+
+static bool
+under(const char *path, const char *mount)
+{
+	size_t n = strlen(mount);
+
+	return n > 1 && strncmp(path, mount, n) == 0 && path[n] == '/';
+}
+
+bool
+sbx_cg_under_mount(const char *path)
+{
+	if (layout_load(NULL, 0) < 0)
+		return false;
+	if (layout.version == 2)
+		return under(path, layout.v2mount);
+	for (int c = 0; c < SBX_CG__N; c++)
+		if (layout.mount[c][0] && under(path, layout.mount[c]))
+			return true;
+	return false;
+}
+
+bool
+sbx_cg_populated(const char *dir)
+{
+	char p[PATH_MAX + 16], *txt;
+	bool any;
+
+	snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
+	txt = slurp(p);
+	if (!txt)
+		return false;
+	any = strspn(txt, "0123456789") > 0;
+	free(txt);
+	return any;
+}
+
+int
+sbx_cg_create(const char *id, const struct sbx_limits *l, struct sbx_cg *cg, char *err,
+              size_t errsz)
+{
+	struct sbx_cg_kv kv[SBX_CG_KV_MAX];
+	size_t nkv;
+	int rc;
+
+	if ((rc = sbx_cg_dirs(id, cg, err, errsz)) < 0)
+		return rc;
+	if (layout.version == 2) {
+		char ctl[PATH_MAX];
 		/* The parent must delegate the controllers to its children. */
 		snprintf(ctl, sizeof(ctl), "%s", cg->dirs[0]);
 		*strrchr(ctl, '/') = 0;
 		sbx_mkdir_p(ctl, 0755);
 		write_file(ctl, "cgroup.subtree_control", "+memory +cpu +pids");
-	} else {
-		for (int c = 0; c < SBX_CG__N; c++) {
-			if (!layout.mount[c][0])
-				continue;
-			if (sbx_cg_path(layout.mount[c], self_for(c), parent_name(), id,
-			                cg->dirs[cg->ndirs], sizeof(cg->dirs[0])) < 0)
-				return sbx_fail(err, errsz, -ENAMETOOLONG,
-				                "cgroups: path too long");
-			cg->ndirs++;
-		}
 	}
 	for (size_t i = 0; i < cg->ndirs; i++) {
 		int r = sbx_mkdir_p(cg->dirs[i], 0755);

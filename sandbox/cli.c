@@ -9,7 +9,12 @@
  * command in each) and prints the start-to-ready latency; with --keep as
  * well, it keeps all N running at once, pings every agent, and stops them
  * all at the end. --put and --get move files through the agent's write
- * and read ops, before and after the command. */
+ * and read ops, before and after the command.
+ *
+ * Durability: --detach starts a sandbox, prints sbx_save()'s JSON and
+ * exits leaving it running; --adopt FILE finds it again, runs the command
+ * in it and stops it (unless --keep); --sweep ends every sandbox under the
+ * state directory but the --keep-id ones. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -112,8 +117,31 @@ usage(FILE *f)
 	           "  --wait-stdin         with --keep: hold them until stdin reaches EOF\n"
 	           "  --hold SECONDS       keep the sandbox running this long after the\n"
 	           "                       command (for inspection)\n"
-	           "  -v, --verbose\n");
+	           "  --cgroup-parent P    cgroup parent of the sandboxes (default \"sluice\"\n"
+	           "                       under our own cgroup; \"/P\": absolute)\n"
+	           "  --detach             start the sandbox (no command), print sbx_save()'s\n"
+	           "                       JSON on stdout and exit, leaving it running\n"
+	           "  --adopt FILE         adopt the sandbox FILE (- for stdin) saved, run the\n"
+	           "                       command (if any) in it, then stop it; with --keep\n"
+	           "                       leave it running instead\n"
+	           "  --sweep              end and remove every sandbox under the state\n"
+	           "                       directory except the --keep-id ones; prints how\n"
+	           "                       many on stdout\n"
+	           "  --keep-id ID         with --sweep: keep this one (repeatable)\n"
+	           "  --forget FILE        remove what the saved sandbox FILE (- for stdin)\n"
+	           "                       left behind once it is gone (123 while it runs)\n"
+	           "  -v, --verbose\n"
+	           "exit status: the command's (128 + N for signal N, 124 timed out); 0 with\n"
+	           "no command; 2 usage; 121 --adopt: the sandbox no longer runs (ESRCH);\n"
+	           "122 --adopt, --forget: the saved JSON is malformed (EINVAL); 123\n"
+	           "--forget: the sandbox still runs (EBUSY); 125 any other failure of\n"
+	           "sluice-sandbox itself.\n");
 }
+
+#define EXIT_GONE     121
+#define EXIT_BAD_SAVE 122
+#define EXIT_BUSY     123
+#define EXIT_FAIL     125
 
 /* Placeholder protocol: one shell line in; output, then a marker line
  * "@@sbx-exit:N@@". Quotes argv for sh. */
@@ -435,6 +463,75 @@ run_work(struct sbx_agent_conn *c, const struct work *w, int *status)
 	return 0;
 }
 
+/* --detach: the sandbox's record, one line on stdout. */
+static int
+print_saved(const struct sbx *s)
+{
+	json_t *j = sbx_save(s);
+	char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	int rc = 0;
+
+	if (!txt) {
+		fprintf(stderr, "sluice-sandbox: save: out of memory\n");
+		rc = -ENOMEM;
+	} else if (printf("%s\n", txt) < 0 || fflush(stdout) != 0) {
+		fprintf(stderr, "sluice-sandbox: stdout: %s\n", strerror(errno));
+		rc = -EIO;
+	}
+	free(txt);
+	json_decref(j);
+	return rc;
+}
+
+/* --adopt FILE: adopt, run w, stop (or leave with keep). Returns 0 with
+ * *status the command's, or an exit status of ours. */
+static int
+adopt_run(const struct sbx_backend *b, const char *file, const struct work *w, bool keep,
+          int *status)
+{
+	json_error_t je;
+	json_t *saved;
+	struct sbx *s;
+	struct sbx_agent_conn *c = NULL;
+	char err[512] = "";
+	double ready;
+	int rc, ret = 0;
+
+	*status = 0;
+	saved = strcmp(file, "-") == 0 ? json_loadf(stdin, 0, &je) : json_load_file(file, 0, &je);
+	if (!saved) {
+		fprintf(stderr, "sluice-sandbox: adopt: %s: %s (line %d)\n", file, je.text,
+		        je.line);
+		return EXIT_BAD_SAVE;
+	}
+	rc = sbx_adopt(b, saved, &s, err, sizeof(err));
+	json_decref(saved);
+	if (rc < 0) {
+		fprintf(stderr, "sluice-sandbox: adopt: %s\n", err);
+		return rc == -ESRCH ? EXIT_GONE : rc == -EINVAL ? EXIT_BAD_SAVE : EXIT_FAIL;
+	}
+	if (verbose)
+		fprintf(stderr, "sluice-sandbox: adopted %s\n", sbx_id(s));
+	rc = agent_connect(sbx_agent_fd(s), &c, &ready, now_ms());
+	if (rc == 0)
+		rc = run_work(c, w, status);
+	if (rc < 0) {
+		fprintf(stderr, "sluice-sandbox: run: %s\n", strerror(-rc));
+		ret = EXIT_FAIL;
+	}
+	sbx_agent_conn_free(c);
+	if (keep) {
+		sbx_release(s);
+		return ret;
+	}
+	if (sbx_stop(s, 1000, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluice-sandbox: stop: %s\n", err);
+		ret = EXIT_FAIL;
+	}
+	sbx_free(s);
+	return ret;
+}
+
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -469,7 +566,13 @@ main(int argc, char **argv)
 		O_LATENCY,
 		O_KEEP,
 		O_WAIT_STDIN,
-		O_PEER_ADDR
+		O_PEER_ADDR,
+		O_CG_PARENT,
+		O_DETACH,
+		O_ADOPT,
+		O_SWEEP,
+		O_KEEP_ID,
+		O_FORGET
 	};
 	static const struct option opts[] = {{"template", 1, 0, 't'},
 	                                     {"cache", 1, 0, O_CACHE},
@@ -500,6 +603,12 @@ main(int argc, char **argv)
 	                                     {"latency", 0, 0, O_LATENCY},
 	                                     {"keep", 0, 0, O_KEEP},
 	                                     {"wait-stdin", 0, 0, O_WAIT_STDIN},
+	                                     {"cgroup-parent", 1, 0, O_CG_PARENT},
+	                                     {"detach", 0, 0, O_DETACH},
+	                                     {"adopt", 1, 0, O_ADOPT},
+	                                     {"sweep", 0, 0, O_SWEEP},
+	                                     {"keep-id", 1, 0, O_KEEP_ID},
+	                                     {"forget", 1, 0, O_FORGET},
 	                                     {"verbose", 0, 0, 'v'},
 	                                     {"help", 0, 0, 'h'},
 	                                     {0, 0, 0, 0}};
@@ -518,6 +627,9 @@ main(int argc, char **argv)
 	struct work w = {0};
 	struct sbx **boxes;
 	struct sbx_agent_conn **conns;
+	bool detach = false, sweep = false;
+	const char *adopt = NULL, *forget = NULL, *keep_ids[64];
+	size_t nkeep_ids = 0;
 
 	snprintf(idbuf, sizeof(idbuf), "sbx-%d", (int)getpid());
 	snprintf(peerbuf, sizeof(peerbuf), "sbx%d", (int)getpid());
@@ -655,6 +767,28 @@ main(int argc, char **argv)
 		case O_WAIT_STDIN:
 			wait_stdin = true;
 			break;
+		case O_CG_PARENT:
+			io.cgroup_parent = optarg;
+			break;
+		case O_DETACH:
+			detach = true;
+			break;
+		case O_ADOPT:
+			adopt = optarg;
+			break;
+		case O_SWEEP:
+			sweep = true;
+			break;
+		case O_FORGET:
+			forget = optarg;
+			break;
+		case O_KEEP_ID:
+			if (nkeep_ids >= 64) {
+				usage(stderr);
+				return 2;
+			}
+			keep_ids[nkeep_ids++] = optarg;
+			break;
 		case 'v':
 			verbose = 1;
 			break;
@@ -683,9 +817,60 @@ main(int argc, char **argv)
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if ((detach + sweep + (adopt != NULL) + (forget != NULL)) > 1 || (nkeep_ids && !sweep) ||
+	    (forget && optind < argc) || (detach && optind < argc) || (sweep && optind < argc) ||
+	    (detach && repeat != 1)) {
+		fprintf(stderr, "sluice-sandbox: --detach, --adopt and --sweep go alone; "
+		                "--detach and --sweep take no command; --keep-id goes with "
+		                "--sweep\n");
+		return 2;
+	}
+	if ((detach || adopt) && !io.agent_path) {
+		fprintf(stderr, "sluice-sandbox: --detach and --adopt need the agent\n");
+		return 2;
+	}
 	if (sbx_init(&io, err, sizeof(err)) < 0 || !(b = sbx_backend_get("ns"))) {
 		fprintf(stderr, "sluice-sandbox: %s\n", err);
 		return 125;
+	}
+	if (sweep) {
+		rc = sbx_sweep(b, keep_ids, nkeep_ids, err, sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "sluice-sandbox: sweep: %s\n", err);
+			sbx_fini();
+			return EXIT_FAIL;
+		}
+		printf("%d\n", rc);
+		sbx_fini();
+		return 0;
+	}
+	if (forget) {
+		json_error_t je;
+		json_t *saved = strcmp(forget, "-") == 0 ? json_loadf(stdin, 0, &je)
+		                                         : json_load_file(forget, 0, &je);
+		if (!saved) {
+			fprintf(stderr, "sluice-sandbox: forget: %s: %s\n", forget, je.text);
+			sbx_fini();
+			return EXIT_BAD_SAVE;
+		}
+		rc = sbx_forget(b, saved, err, sizeof(err));
+		json_decref(saved);
+		sbx_fini();
+		if (rc < 0)
+			fprintf(stderr, "sluice-sandbox: forget: %s\n", err);
+		return rc == 0         ? 0
+		       : rc == -EBUSY  ? EXIT_BUSY
+		       : rc == -EINVAL ? EXIT_BAD_SAVE
+		                       : EXIT_FAIL;
+	}
+	if (adopt) {
+		w.argv = argv + optind;
+		w.env = env;
+		w.cwd = spec.cwd;
+		w.timeout_ms = timeout_ms;
+		rc = adopt_run(b, adopt, &w, keep, &status);
+		sbx_fini();
+		return rc ? rc : status;
 	}
 	if ((rc = sbx_template_ensure(b, &treq, &tpl, err, sizeof(err))) < 0) {
 		fprintf(stderr, "sluice-sandbox: %s\n", err);
@@ -750,7 +935,20 @@ main(int argc, char **argv)
 		}
 		boxes[i] = s;
 		started = i + 1;
-		if (io.agent_path) {
+		if (io.agent_path && detach) {
+			/* The hello proves the agent runs, so its socket exists. */
+			rc = agent_connect(sbx_agent_fd(s), &conns[i], &ready, t0);
+			if (rc == 0 && (rc = print_saved(s)) == 0) {
+				sbx_agent_conn_free(conns[i]);
+				sbx_release(s);
+				free(lat);
+				free(boxes);
+				free(conns);
+				sbx_template_free(b, tpl);
+				sbx_fini();
+				return 0;
+			}
+		} else if (io.agent_path) {
 			rc = agent_connect(sbx_agent_fd(s), &conns[i], &ready, t0);
 			if (rc == 0)
 				rc = run_work(conns[i], &w, &status);

@@ -4,6 +4,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "sandbox-t.h"
@@ -139,6 +140,66 @@ void sbx_tpl_free(struct sbx_template *t);
 int sbx_rm_tree(const char *path);
 /* mkdir -p with mode for every created level. */
 int sbx_mkdir_p(const char *path, mode_t mode);
+
+/* ---- names (sandbox.c) ------------------------------------------------ */
+
+/* [A-Za-z0-9_-], 1..SBX_ID_MAX bytes. */
+bool sbx_id_ok(const char *s);
+/* Absolute, under 512 bytes, no "." or ".." component. */
+bool sbx_guest_path_ok(const char *p);
+/* 1..SBX_IFNAME_MAX bytes, no '/', ':', space or control. */
+bool sbx_ifname_ok(const char *s);
+
+/* ---- durability (saved.c: pure; ns.c: the system) --------------------- */
+
+/* Where the ns backend's agent listens inside the guest (--listen). */
+#define SBX_AGENT_SOCK     "/run/sluice/agent.sock"
+#define SBX_SAVED_VERSION  1
+#define SBX_NETNS_NAME_MAX 255
+
+/* From the text of /proc/PID/stat: field 22, the start time in clock
+ * ticks after boot. The command name (field 2) may hold spaces and
+ * parentheses, so the fields after it are counted from its last ')'.
+ * 0, or -EINVAL for text that is not a stat line. Pure. */
+int sbx_stat_starttime(const char *stat, size_t len, unsigned long long *out);
+
+/* Does the text of /proc/PID/cgroup put the process, in some hierarchy,
+ * in a group whose last path component is id? Pure. */
+bool sbx_cgroup_names(const char *proc_cgroup, const char *id);
+
+/* What sbx_save() writes for an `ns` sandbox, checked. */
+struct sbx_saved {
+	char id[SBX_ID_MAX + 1];
+	int pid;
+	unsigned long long start_time;
+	char state_dir[PATH_MAX];
+	int cg_version;
+	size_t ncg;
+	char cg[SBX_CG__N][PATH_MAX];
+	char sock[108];                          /* guest path of the agent socket */
+	char peer_netns[SBX_NETNS_NAME_MAX + 1]; /* "": none, or given as an fd */
+	char peer_ifname[SBX_IFNAME_MAX + 1];    /* "": no link */
+	int peer_ifindex;                        /* 0: unknown */
+	unsigned long long peer_netns_ino;       /* 0: unknown */
+};
+
+struct json_t;
+/* The object for sv: a new reference, or NULL when out of memory. Pure. */
+struct json_t *sbx_saved_to_json(const struct sbx_saved *sv);
+/* Checks j (as sbx_saved_to_json() makes it) and fills *out: every path
+ * absolute with no "." or ".." part, the state directory and each cgroup
+ * ending in the id, "/proc/PID/root<socket>" fitting a unix socket
+ * address. 0, or -EINVAL with one line in err. Pure. */
+int sbx_saved_parse(const struct json_t *j, struct sbx_saved *out, char *err, size_t errsz);
+
+/* The cgroup directories id has (or would have) under this process's
+ * parent, from the host's layout; nothing is created. */
+int sbx_cg_dirs(const char *id, struct sbx_cg *cg, char *err, size_t errsz);
+/* Is path inside a cgroup hierarchy of this host (under a mount that
+ * sbx_cg_detect() found)? */
+bool sbx_cg_under_mount(const char *path);
+/* Does dir/cgroup.procs list at least one process? */
+bool sbx_cg_populated(const char *dir);
 
 extern const struct sbx_backend_ops sbx_ns_ops;
 

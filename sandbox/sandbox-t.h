@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct json_t;       /* jansson's, for sbx_save() and sbx_adopt() */
 struct sbx_template; /* opaque: a prepared, secret-free environment */
 struct sbx;          /* opaque: one running sandbox */
 struct sbx_backend;  /* opaque: a backend with its ops table */
@@ -143,6 +144,13 @@ struct sbx_backend_ops {
 	int (*agent_fd)(const struct sbx *s);
 	int (*stop)(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz);
 	void (*free)(struct sbx *s);
+	/* Durability: see sbx_save() and what follows it in sandbox.h.
+	 * `saved` has been checked to be an object naming this backend. */
+	struct json_t *(*save)(const struct sbx *s);
+	int (*adopt)(const struct json_t *saved, struct sbx **out, char *err, size_t errsz);
+	int (*forget)(const struct json_t *saved, char *err, size_t errsz);
+	int (*sweep)(const char *const *keep, size_t nkeep, char *err, size_t errsz);
+	void (*release)(struct sbx *s);
 };
 
 #define SBX_ID_MAX     48

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "sandbox-int.h"
 #include "sandbox.h"
 
@@ -140,8 +142,8 @@ sbx_template_free(const struct sbx_backend *b, struct sbx_template *t)
 		b->ops->template_free(t);
 }
 
-static bool
-id_ok(const char *s)
+bool
+sbx_id_ok(const char *s)
 {
 	size_t n = 0;
 
@@ -154,8 +156,8 @@ id_ok(const char *s)
 	return n > 0 && n <= SBX_ID_MAX;
 }
 
-static bool
-guest_path_ok(const char *p)
+bool
+sbx_guest_path_ok(const char *p)
 {
 	const char *c;
 
@@ -186,8 +188,8 @@ hostname_ok(const char *h)
 	return h[0] != '-' && h[0] != '.';
 }
 
-static bool
-ifname_ok(const char *s)
+bool
+sbx_ifname_ok(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -207,7 +209,7 @@ sbx_spec_validate(const struct sbx_spec *s, char *err, size_t errsz)
 
 	if (!s)
 		return sbx_fail(err, errsz, -EINVAL, "spec: missing");
-	if (!s->id || !id_ok(s->id))
+	if (!s->id || !sbx_id_ok(s->id))
 		return sbx_fail(err, errsz, -EINVAL, "spec: id must be 1-%d of [A-Za-z0-9_-]",
 		                SBX_ID_MAX);
 	if (s->hostname && !hostname_ok(s->hostname))
@@ -241,7 +243,7 @@ sbx_spec_validate(const struct sbx_spec *s, char *err, size_t errsz)
 			                "spec: mount %zu: source must be an "
 			                "absolute host path",
 			                i);
-		if (!guest_path_ok(m->target) || strcmp(m->target, "/") == 0)
+		if (!sbx_guest_path_ok(m->target) || strcmp(m->target, "/") == 0)
 			return sbx_fail(err, errsz, -EINVAL,
 			                "spec: mount %zu: target must be an "
 			                "absolute guest path other than / with "
@@ -255,7 +257,7 @@ sbx_spec_validate(const struct sbx_spec *s, char *err, size_t errsz)
 		if (!eq || eq == e)
 			return sbx_fail(err, errsz, -EINVAL, "spec: env %zu is not NAME=value", i);
 	}
-	if (s->cwd && !guest_path_ok(s->cwd))
+	if (s->cwd && !sbx_guest_path_ok(s->cwd))
 		return sbx_fail(err, errsz, -EINVAL,
 		                "spec: cwd must be an absolute guest path with "
 		                "no . or .. parts");
@@ -263,7 +265,7 @@ sbx_spec_validate(const struct sbx_spec *s, char *err, size_t errsz)
 		return sbx_fail(err, errsz, -EINVAL, "spec: files missing");
 	for (size_t i = 0; i < s->nfiles; i++) {
 		const struct sbx_file *f = &s->files[i];
-		if (!guest_path_ok(f->path) || strcmp(f->path, "/") == 0)
+		if (!sbx_guest_path_ok(f->path) || strcmp(f->path, "/") == 0)
 			return sbx_fail(err, errsz, -EINVAL,
 			                "spec: file %zu: path must be an absolute "
 			                "guest path with no . or .. parts",
@@ -287,7 +289,7 @@ sbx_spec_validate(const struct sbx_spec *s, char *err, size_t errsz)
 			return sbx_fail(err, errsz, -EINVAL,
 			                "spec: net: name the peer's network "
 			                "namespace (an fd or a name from ip netns)");
-		if (!s->net.peer_ifname || !ifname_ok(s->net.peer_ifname))
+		if (!s->net.peer_ifname || !sbx_ifname_ok(s->net.peer_ifname))
 			return sbx_fail(err, errsz, -EINVAL,
 			                "spec: net: peer_ifname must be 1-%d "
 			                "bytes with no '/', ':' or spaces",
@@ -380,4 +382,77 @@ const char *
 sbx_id(const struct sbx *s)
 {
 	return ((const struct sbx_head *)(const void *)s)->id;
+}
+
+/* ---- durability ---------------------------------------------------------- */
+
+static int
+saved_check(const struct sbx_backend *b, const json_t *saved, char *err, size_t errsz)
+{
+	const char *name = json_string_value(json_object_get(saved, "backend"));
+
+	if (!json_is_object(saved))
+		return sbx_fail(err, errsz, -EINVAL, "adopt: the saved sandbox is not an object");
+	if (!name || strcmp(name, b->ops->name) != 0)
+		return sbx_fail(err, errsz, -EINVAL,
+		                "adopt: the saved sandbox is for backend \"%s\", not \"%s\"",
+		                name ? name : "(none)", b->ops->name);
+	return 0;
+}
+
+json_t *
+sbx_save(const struct sbx *s)
+{
+	const struct sbx_head *h = (const void *)s;
+
+	return s && h->backend->ops->save ? h->backend->ops->save(s) : NULL;
+}
+
+int
+sbx_adopt(const struct sbx_backend *b, const json_t *saved, struct sbx **out, char *err,
+          size_t errsz)
+{
+	int rc;
+
+	*out = NULL;
+	if (!b || !b->ops->adopt)
+		return sbx_fail(err, errsz, -ENOTSUP, "adopt: this backend cannot adopt");
+	if ((rc = saved_check(b, saved, err, errsz)) < 0)
+		return rc;
+	rc = b->ops->adopt(saved, out, err, errsz);
+	if (rc == 0)
+		((struct sbx_head *)(void *)*out)->backend = b;
+	return rc;
+}
+
+int
+sbx_forget(const struct sbx_backend *b, const json_t *saved, char *err, size_t errsz)
+{
+	int rc;
+
+	if (!b || !b->ops->forget)
+		return sbx_fail(err, errsz, -ENOTSUP, "forget: this backend cannot forget");
+	if ((rc = saved_check(b, saved, err, errsz)) < 0)
+		return rc;
+	return b->ops->forget(saved, err, errsz);
+}
+
+int
+sbx_sweep(const struct sbx_backend *b, const char *const *keep, size_t nkeep, char *err,
+          size_t errsz)
+{
+	if (!b || !b->ops->sweep)
+		return sbx_fail(err, errsz, -ENOTSUP, "sweep: this backend cannot sweep");
+	if (nkeep && !keep)
+		return sbx_fail(err, errsz, -EINVAL, "sweep: keep missing");
+	return b->ops->sweep(keep, nkeep, err, errsz);
+}
+
+void
+sbx_release(struct sbx *s)
+{
+	struct sbx_head *h = (void *)s;
+
+	if (s)
+		h->backend->ops->release(s);
 }

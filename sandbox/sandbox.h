@@ -48,8 +48,8 @@ int sbx_start(const struct sbx_backend *b, const struct sbx_template *t,
 /* The connected stream to the sandbox's agent: a nonblocking, close-on-
  * exec fd the handle owns (the caller borrows it until sbx_free()), or
  * -EBADF once stopped. sbx_agent_conn_new() takes ownership of its fd:
- * give it a dup(). The agent ends when every copy is closed, which is how
- * sbx_stop() asks it to. */
+ * give it a dup(). When every copy is closed the agent does not exit: it
+ * waits for the next host (sbx_adopt()); sbx_stop() ends it. */
 int sbx_agent_fd(const struct sbx *s);
 
 /* Asks the sandbox to end, waits up to grace_ms, then ends it by force,
@@ -58,11 +58,58 @@ int sbx_agent_fd(const struct sbx *s);
  * not be removed: err says what). */
 int sbx_stop(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz);
 
-/* Frees the handle, stopping it first (grace 0) if it still runs. NULL is
- * fine. */
+/* Frees the handle, stopping it first (grace 0) if it still runs (see
+ * sbx_release() to keep it running instead). NULL is fine. */
 void sbx_free(struct sbx *s);
 
 /* The id the sandbox was started with (borrowed). */
 const char *sbx_id(const struct sbx *s);
+
+/* ---- durability: sandboxes outlive the process that started them -----
+ *
+ * A running sandbox does not depend on its starter: it keeps running when
+ * the daemon exits or is killed, and a later process finds it again from
+ * what sbx_save() returned. Call these from one thread at a time per
+ * sandbox; sbx_sweep() not while this process is starting sandboxes. */
+
+/* A JSON object that lets sbx_adopt() (in this or a later process) find
+ * this sandbox again: {"backend", "id", "pid", "start_time", "state_dir",
+ * "cgroups", "agent_socket", "net"...}. No secrets. A new reference the
+ * caller owns (json_decref), or NULL when out of memory or stopped. */
+struct json_t *sbx_save(const struct sbx *s);
+
+/* Finds the sandbox `saved` (borrowed) describes and hands back a handle
+ * the caller owns, exactly like one from sbx_start(): sbx_agent_fd() is a
+ * NEW connection to its agent (the caller says hello on it), sbx_stop()
+ * ends it and removes everything, sbx_free() and sbx_id() work.
+ * 0; -ESRCH when that sandbox no longer runs (its process is gone or is a
+ * different one, or is not in the sandbox's cgroup); -EINVAL when saved is
+ * malformed or names another backend; another -errno (the agent could not
+ * be reached). On failure nothing is adopted and nothing is changed. */
+int sbx_adopt(const struct sbx_backend *b, const struct json_t *saved, struct sbx **out, char *err,
+              size_t errsz);
+
+/* Removes what a sandbox that is gone left behind: its cgroups, its state
+ * directory, its link in the peer namespace. Idempotent: 0 when nothing
+ * is left. -EBUSY (nothing done) while that sandbox still runs: adopt and
+ * stop it instead; -EINVAL for a malformed saved. */
+int sbx_forget(const struct sbx_backend *b, const struct json_t *saved, char *err, size_t errsz);
+
+/* Ends and removes every sandbox of this backend found under this
+ * process's state directory whose id is not among keep[0..nkeep) (the
+ * orphans of a crash: booted but never recorded), by killing what is in
+ * its cgroups and removing them, its link and its state directory.
+ * Processes are found only through the sandbox's cgroup. A sandbox is
+ * this backend's only if its state directory says so; cgroup directories
+ * under the parent without one (another instance sharing the parent) are
+ * left alone. Returns how many it ended or removed, or -errno (err says
+ * what could not be removed). */
+int sbx_sweep(const struct sbx_backend *b, const char *const *keep, size_t nkeep, char *err,
+              size_t errsz);
+
+/* Frees the handle and leaves the sandbox running, to be adopted later
+ * (a daemon's clean shutdown). Closes this process's agent stream: the
+ * agent then waits for the next host. NULL is fine. */
+void sbx_release(struct sbx *s);
 
 #endif

@@ -21,6 +21,12 @@ set +e
 rc=$?
 set -e
 check "sluice-agent with no stream exits 2" test "$rc" = 2
+set +e
+"$AGENT" --listen "$E2E_TMP/agent.sock" >/dev/null 2>&1
+rc=$?
+set -e
+check "sluice-agent --listen without --fd exits 2" test "$rc" = 2
+check "... and made no socket" test ! -e "$E2E_TMP/agent.sock"
 
 mkdir -p "$E2E_TMP/work"
 if "$DRIVER" "$AGENT" "$E2E_TMP/work"; then

@@ -3,6 +3,12 @@
 # SIGHUP with a good and a bad file, JSON logs, and SIGTERM exiting 0
 # within a second. Runs inside a private network namespace.
 . "$(dirname "$0")/lib.sh"
+# The default configuration keeps sandboxes running after a stop (the
+# next start re-adopts them); this test's are ended when it ends.
+e2e_cleanup_extra() {
+	local f
+	for f in "$E2E_TMP"/log*; do end_left_sandboxes "$f"; done
+}
 
 netns_new ns daemon
 
@@ -102,6 +108,14 @@ rc=$?
 set -e
 elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 check "SIGTERM exits 0" test "$rc" = 0
+ids=$(grep -oE 'sandbox sbx-[0-9a-f]+: left running' "$E2E_TMP/log" | cut -d' ' -f2 | tr -d :)
+alive=0
+for id in $ids; do
+	[ -n "$(find /sys/fs/cgroup -maxdepth 8 -type d -name "$id" -exec cat {}/cgroup.procs \; 2>/dev/null)" ] &&
+		alive=$((alive + 1))
+done
+check "a clean stop leaves the warm sandboxes running for the next start ($alive of 2)" test "$alive" = 2
+end_left_sandboxes "$E2E_TMP/log"
 check "SIGTERM exits within a second (took ${elapsed_ms} ms)" test "$elapsed_ms" -lt 1000
 check "every JSON line parses" python3 -c '
 import json, sys

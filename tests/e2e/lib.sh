@@ -26,6 +26,7 @@ e2e_cleanup() {
 		done
 		kill -9 "$pid" 2>/dev/null || true
 	done
+	if declare -F e2e_cleanup_extra >/dev/null; then e2e_cleanup_extra || true; fi
 	for ns in "${E2E_NETNS[@]}"; do
 		ip netns del "$ns" 2>/dev/null || true
 	done
@@ -45,6 +46,29 @@ netns_new() {
 	E2E_NETNS+=("$_ns_name")
 	ip -n "$_ns_name" link set lo up
 	_ns_out=$_ns_name
+}
+
+# end_left_sandboxes LOG: sandboxes outlive the daemon that started them;
+# this ends every one a daemon's log names ("sandbox ID: started") that is
+# still there, found through its cgroups only (never by process name),
+# and removes those cgroups.
+end_left_sandboxes() {
+	local id d pid left
+	for id in $(grep -oE 'sandbox sbx-[0-9a-f]+: started' "$1" 2>/dev/null |
+		cut -d' ' -f2 | tr -d : | sort -u); do
+		for d in $(find /sys/fs/cgroup -maxdepth 8 -type d -name "$id" 2>/dev/null); do
+			for pid in $(cat "$d/cgroup.procs" 2>/dev/null); do
+				kill -9 "$pid" 2>/dev/null || true
+			done
+		done
+		for _ in $(seq 50); do
+			left=$(find /sys/fs/cgroup -maxdepth 8 -type d -name "$id" \
+				-exec cat {}/cgroup.procs \; 2>/dev/null | head -1)
+			[ -z "$left" ] && break
+			sleep 0.1
+		done
+		find /sys/fs/cgroup -maxdepth 8 -depth -type d -name "$id" -exec rmdir {} \; 2>/dev/null || true
+	done
 }
 
 # track PID: end this process on exit.

@@ -2,8 +2,10 @@
 # sandbox.sh: real `ns` sandboxes through sluice-sandbox, from both
 # templates: exit codes, limits, what a guest can and cannot see, its one
 # network link, the agent inside them (timeouts, signals, 10 MiB of
-# output, a 50 MiB file written and read back), and 100 start/stop
-# cycles that leave nothing behind.
+# output, a 50 MiB file written and read back), sandboxes that outlive
+# the process that started them and are adopted again (detach, adopt,
+# the agent's listen socket refusing guests, stop, ESRCH, sweep), and
+# 100 start/stop cycles that leave nothing behind.
 # Everything it makes lives under $E2E_TMP and in namespaces it creates.
 . "$(dirname "$0")/lib.sh"
 
@@ -168,6 +170,148 @@ done
 check "nothing was written through to the template or the host" \
 	bash -c "! find '$CACHE' -name big.bin | grep -q . && [ ! -e /big.bin ]"
 rm -f "$E2E_TMP/big.in" "$E2E_TMP/big.out" "$E2E_TMP/out"
+
+# ---- durability: sandboxes outlive their starter and are adopted -------
+# Their own state directory and cgroup parent, so that --sweep can only
+# ever see what this section made; the trap sweeps them on any exit.
+DSTATE=$E2E_TMP/dstate
+CGP=sluice-e2e-$$
+D=${ID}d
+DRUN=("$SBX" --cache "$CACHE" --state "$DSTATE" --cgroup-parent "$CGP")
+drun() { "${DRUN[@]}" "$@"; }
+durable_cleanup() { drun --sweep >/dev/null 2>&1 || true; }
+# set +e: a failing step must not cut the trap short before lib.sh's own.
+trap 'rc=$?; set +e; durable_cleanup; (exit $rc); e2e_cleanup' EXIT
+# Processes in the sandbox's cgroup (found by its id, never by name).
+cg_procs() { grep -lE "/$1\$" /proc/[0-9]*/cgroup 2>/dev/null | wc -l; }
+cg_dirs() { find /sys/fs/cgroup -maxdepth 8 -type d -path "*/$CGP/$1" 2>/dev/null | wc -l; }
+jget() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$@"; }
+gone_within() { # gone_within ID SECONDS: no process left in its cgroup
+	local i
+	for ((i = 0; i < $2 * 20; i++)); do
+		[ "$(cg_procs "$1")" = 0 ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+set +e
+drun --id "${D}1" --detach >"$E2E_TMP/d1.json"
+rc=$?
+set -e
+check "detach: exits 0 and prints the saved sandbox ($rc)" \
+	bash -c "[ $rc = 0 ] && grep -q '\"backend\":\"ns\"' '$E2E_TMP/d1.json'"
+p1=$(jget "$E2E_TMP/d1.json" pid)
+check "detach: the sandbox runs after sluice-sandbox exited (pid $p1)" \
+	bash -c "kill -0 $p1 && [ \$(grep -lE '/${D}1\$' /proc/$p1/cgroup | wc -l) = 1 ]"
+check "detach: its PID 1 leads its own session (no terminal signal reaches it)" \
+	[ "$(ps -o sid= -p "$p1" | tr -d ' ')" = "$p1" ]
+out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- echo hi)
+check "adopt: echo hi runs in it ($out)" [ "$out" = hi ]
+out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- sh -c 'echo again; ls /run/sluice')
+check "adopt again: a second reconnect works ($out)" [ "$out" = "again
+agent.sock" ]
+check "adopt: the same process all along" [ "$(jget "$E2E_TMP/d1.json" pid)" = "$p1" ] 
+# A guest cannot end its own agent: SIGTERM from inside is ignored.
+drun --adopt "$E2E_TMP/d1.json" --keep -- kill -TERM 1 >/dev/null 2>&1 || true
+sleep 0.3
+out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- echo still)
+check "guest SIGTERM to PID 1 is ignored ($out)" [ "$out" = still ]
+
+# The SIGKILL of a process holding an adopted stream ends nothing. (Not
+# through drun: $! must be sluice-sandbox itself, not a subshell.)
+"${DRUN[@]}" --adopt "$E2E_TMP/d1.json" --keep -- sleep 30 >/dev/null 2>&1 &
+holder=$!
+track $holder
+sleep 1
+kill -9 $holder
+wait $holder 2>/dev/null || true
+sleep 0.3
+check "SIGKILL of the adopting process: the sandbox still runs" kill -0 "$p1"
+out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- echo back)
+check "... and is adopted again ($out)" [ "$out" = back ]
+
+# A guest process cannot take the agent, with the host there or away.
+cat >"$E2E_TMP/guest.py" <<'PY'
+import socket, struct
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(3)
+try:
+    s.connect("/run/sluice/agent.sock")
+    p = b'{"version": 1}'
+    s.sendall(struct.pack(">IBI", len(p), 1, 0) + p)
+    d = s.recv(100)
+    print("closed" if d == b"" else "answered")
+except socket.timeout:
+    print("timeout")
+except OSError as e:
+    print("closed" if e.errno in (104, 32) else "error %s" % e)
+PY
+drun -t host --id "${D}2" --detach >"$E2E_TMP/d2.json"
+p2=$(jget "$E2E_TMP/d2.json" pid)
+out=$(drun --adopt "$E2E_TMP/d2.json" --keep --put "$E2E_TMP/guest.py:/guest.py" -- \
+	python3 /guest.py)
+check "guest connecting to the agent while the host is there: refused ($out)" [ "$out" = closed ]
+drun --adopt "$E2E_TMP/d2.json" --keep -- \
+	sh -c '(sleep 1; python3 /guest.py) >/tmp/away.out 2>&1 </dev/null &'
+sleep 2.5
+out=$(drun --adopt "$E2E_TMP/d2.json" --keep -- cat /tmp/away.out)
+check "guest connecting while the host is away: refused ($out)" [ "$out" = closed ]
+
+# A record that does not match the process: ESRCH, and nothing changes.
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["start_time"]+=1; print(json.dumps(d))' \
+	"$E2E_TMP/d2.json" >"$E2E_TMP/d2-edited.json"
+set +e
+drun --adopt "$E2E_TMP/d2-edited.json" -- echo no 2>/dev/null
+rc=$?
+drun --adopt <(echo '{"backend":"ns","version":1}') 2>/dev/null
+rcm=$?
+set -e
+check "adopt with an edited start time: ESRCH, exit 121 ($rc)" [ $rc = 121 ]
+check "adopt of a malformed record: exit 122 ($rcm)" [ $rcm = 122 ]
+check "... and the sandbox was left running" kill -0 "$p2"
+
+# Adopt and stop removes everything; the record then names nothing.
+drun --adopt "$E2E_TMP/d1.json"
+check "adopt + stop: no process left in its cgroup" gone_within "${D}1" 5
+check "adopt + stop: no cgroup directory left" [ "$(cg_dirs "${D}1")" = 0 ]
+check "adopt + stop: no state directory left" [ ! -e "$DSTATE/${D}1" ]
+set +e
+drun --adopt "$E2E_TMP/d1.json" 2>/dev/null
+rc=$?
+set -e
+check "adopting a stopped sandbox: ESRCH, exit 121 ($rc)" [ $rc = 121 ]
+check "forget of a stopped sandbox: nothing left to do (0)" drun --forget "$E2E_TMP/d1.json"
+set +e
+drun --forget "$E2E_TMP/d2.json" 2>/dev/null
+rc=$?
+set -e
+check "forget of a running sandbox: refused, exit 123 ($rc)" [ $rc = 123 ]
+
+# A link: an adopted sandbox's stop deletes its peer too.
+drun --id "${D}5" --netns "$NS" --peer sbxe2e5 --addr 10.88.5.7/24 --detach >"$E2E_TMP/d5.json"
+check "detach with a link: the peer is up" quiet ip -n "$NS" link show sbxe2e5
+out=$(drun --adopt "$E2E_TMP/d5.json" -- ip -o -4 addr show eth0)
+check "adopt + stop with a link: the guest kept its address" grep -q 10.88.5.7 <<<"$out"
+check "adopt + stop with a link: the peer is gone" bash -c "! ip -n $NS link show sbxe2e5 2>/dev/null"
+
+# Sweep: of two more detached sandboxes, keep one (and d2): the other ends.
+drun --id "${D}3" --detach >"$E2E_TMP/d3.json"
+drun --id "${D}4" --detach >"$E2E_TMP/d4.json"
+p4=$(jget "$E2E_TMP/d4.json" pid)
+n=$(drun --sweep --keep-id "${D}3" --keep-id "${D}2")
+check "sweep --keep-id: ended exactly one ($n)" [ "$n" = 1 ]
+check "sweep: the other one's processes are gone" gone_within "${D}4" 5
+check "sweep: ... its cgroups and state too" \
+	bash -c "[ \$(find /sys/fs/cgroup -maxdepth 8 -type d -path '*/$CGP/${D}4' | wc -l) = 0 ] && [ ! -e '$DSTATE/${D}4' ]"
+out=$(drun --adopt "$E2E_TMP/d3.json" --keep -- echo kept)
+check "sweep: the kept one still runs ($out)" [ "$out" = kept ]
+check "sweep: d2 was kept too" kill -0 "$p2"
+drun --adopt "$E2E_TMP/d3.json"
+drun --adopt "$E2E_TMP/d2.json"
+check "durability: nothing left (processes)" \
+	bash -c "[ \$(grep -lE '/${D}[0-9]\$' /proc/[0-9]*/cgroup 2>/dev/null | wc -l) = 0 ]"
+check "durability: nothing left (state, cgroups)" \
+	bash -c "[ -z \"\$(ls -A '$DSTATE')\" ] && [ \$(find /sys/fs/cgroup -maxdepth 8 -type d -path '*/$CGP*' | wc -l) = 0 ]"
 
 # ---- 100 start/stop cycles --------------------------------------------
 mounts_before=$(host_mounts)

@@ -1,6 +1,8 @@
 /* test_sandbox.c: the pure parts of sandbox/: spec validation, cgroup
- * detection, paths and values, CIDR parsing, and the seccomp filter run
- * through a small classic-BPF interpreter. */
+ * detection, paths and values, CIDR parsing, the seccomp filter run
+ * through a small classic-BPF interpreter, and re-adoption's pure parts:
+ * the start time from /proc/PID/stat, /proc/PID/cgroup matching, the
+ * saved record and its checks. */
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -11,12 +13,16 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
 /* cmocka needs stdarg, stddef and setjmp first. */
 #include <cmocka.h>
+
+#include <jansson.h>
 
 #include "sandbox-int.h"
 #include "sandbox.h"
@@ -424,6 +430,307 @@ test_seccomp(void **st)
 	assert_int_equal(verdict(f, n, arch, SYS_clone, CLONE_NEWNS), SECCOMP_RET_ERRNO | EPERM);
 }
 
+/* ---- re-adoption: /proc/PID/stat, /proc/PID/cgroup ---------------------- */
+
+/* A stat line with comm and starttime (field 22) as given. */
+static void
+stat_line(char *out, size_t cap, const char *comm, const char *start)
+{
+	snprintf(out, cap,
+	         "4242 (%s) S 1 4242 4242 0 -1 4194560 1209 0 0 0 3 1 0 0 20 0 1 0 %s "
+	         "17592320 806 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 1 0 0 0 0 0\n",
+	         comm, start);
+}
+
+static void
+test_stat_starttime(void **st)
+{
+	static const char *const comms[] = {"agent",
+	                                    "a b",
+	                                    ") S 1 2 3 (",
+	                                    "x) (y",
+	                                    "((",
+	                                    "",
+	                                    "sluice-agent --fd 3) 9 9 9 9 9 9 9 9 9 9 9 9 9 9 9"};
+	char line[512];
+	unsigned long long v = 0;
+
+	(void)st;
+	/* bad input first */
+	assert_int_equal(sbx_stat_starttime("", 0, &v), -EINVAL);
+	assert_int_equal(sbx_stat_starttime("4242 agent S 1", 14, &v), -EINVAL);
+	assert_int_equal(sbx_stat_starttime("4242 (agent) S 1 2", 18, &v), -EINVAL);
+	assert_int_equal(sbx_stat_starttime(")(", 2, &v), -EINVAL);
+	stat_line(line, sizeof(line), "agent", "x12");
+	assert_int_equal(sbx_stat_starttime(line, strlen(line), &v), -EINVAL);
+	stat_line(line, sizeof(line), "agent", "");
+	assert_int_equal(sbx_stat_starttime(line, strlen(line), &v), -EINVAL);
+	stat_line(line, sizeof(line), "agent", "99999999999999999999999");
+	assert_int_equal(sbx_stat_starttime(line, strlen(line), &v), -EINVAL);
+	/* cut anywhere before field 22 ends: never a value */
+	stat_line(line, sizeof(line), "agent", "4352993");
+	for (size_t cut = 0; cut < (size_t)(strstr(line, "4352993") - line) + 1; cut++)
+		assert_int_equal(sbx_stat_starttime(line, cut, &v), -EINVAL);
+	/* comms with spaces and parentheses */
+	for (size_t i = 0; i < sizeof(comms) / sizeof(comms[0]); i++) {
+		v = 0;
+		stat_line(line, sizeof(line), comms[i], "4352993");
+		assert_int_equal(sbx_stat_starttime(line, strlen(line), &v), 0);
+		assert_true(v == 4352993ull);
+	}
+	/* the last field, with and without its newline */
+	snprintf(line, sizeof(line), "1 (a) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77");
+	assert_int_equal(sbx_stat_starttime(line, strlen(line), &v), 0);
+	assert_true(v == 77);
+	/* the real thing: our own start time */
+	{
+		FILE *f = fopen("/proc/self/stat", "r");
+		size_t n;
+		assert_non_null(f);
+		n = fread(line, 1, sizeof(line) - 1, f);
+		fclose(f);
+		line[n] = 0;
+		assert_int_equal(sbx_stat_starttime(line, n, &v), 0);
+		assert_true(v > 0);
+	}
+}
+
+static void
+test_cgroup_names(void **st)
+{
+	(void)st;
+	assert_false(sbx_cgroup_names(NULL, "sbx-1"));
+	assert_false(sbx_cgroup_names("", "sbx-1"));
+	assert_false(sbx_cgroup_names("0::/sluice/sbx-1", ""));
+	assert_false(sbx_cgroup_names("0::/sluice/sbx-12", "sbx-1"));
+	assert_false(sbx_cgroup_names("0::/sluice/xsbx-1", "sbx-1"));
+	assert_false(sbx_cgroup_names("0::/sluice/sbx-1/sub", "sbx-1"));
+	assert_false(sbx_cgroup_names("0::sbx-1", "sbx-1"));
+	assert_false(sbx_cgroup_names("garbage sbx-1\n", "sbx-1"));
+	assert_true(sbx_cgroup_names("0::/sluice/sbx-1", "sbx-1"));
+	assert_true(sbx_cgroup_names("0::/sluice/sbx-1\n", "sbx-1"));
+	assert_true(
+	    sbx_cgroup_names("9:name=systemd:/\n8:pids:/sluice/sbx-1\n7:blkio:/\n", "sbx-1"));
+}
+
+/* ---- re-adoption: the saved record ------------------------------------------ */
+
+static struct sbx_saved
+good_saved(void)
+{
+	struct sbx_saved sv;
+
+	memset(&sv, 0, sizeof(sv));
+	snprintf(sv.id, sizeof(sv.id), "sbx-7");
+	sv.pid = 31337;
+	sv.start_time = 4352993;
+	snprintf(sv.state_dir, sizeof(sv.state_dir), "/run/sluice/sandboxes/sbx-7");
+	sv.cg_version = 1;
+	sv.ncg = 2;
+	snprintf(sv.cg[0], sizeof(sv.cg[0]), "/sys/fs/cgroup/memory/sluice/sbx-7");
+	snprintf(sv.cg[1], sizeof(sv.cg[1]), "/sys/fs/cgroup/pids/sluice/sbx-7");
+	snprintf(sv.sock, sizeof(sv.sock), "%s", SBX_AGENT_SOCK);
+	snprintf(sv.peer_ifname, sizeof(sv.peer_ifname), "sbx7");
+	sv.peer_ifindex = 12;
+	snprintf(sv.peer_netns, sizeof(sv.peer_netns), "fleet");
+	sv.peer_netns_ino = 4026532178ull;
+	return sv;
+}
+
+/* good_saved() as JSON with key set to v (NULL: removed), parsed. */
+static int
+parse_with(const char *key, json_t *v, char *err, size_t errsz)
+{
+	struct sbx_saved in = good_saved(), out;
+	json_t *j = sbx_saved_to_json(&in);
+	int rc;
+
+	assert_non_null(j);
+	if (v)
+		json_object_set_new(j, key, v);
+	else
+		json_object_del(j, key);
+	rc = sbx_saved_parse(j, &out, err, errsz);
+	json_decref(j);
+	return rc;
+}
+
+static void
+expect_bad_saved(const char *key, json_t *v, const char *needle)
+{
+	char err[256] = "";
+
+	assert_int_equal(parse_with(key, v, err, sizeof(err)), -EINVAL);
+	if (!strstr(err, needle))
+		fail_msg("%s: error \"%s\" lacks \"%s\"", key, err, needle);
+}
+
+static void
+test_saved_bad(void **st)
+{
+	struct sbx_saved out;
+	char err[256], longp[200];
+
+	(void)st;
+	assert_int_equal(sbx_saved_parse(NULL, &out, err, sizeof(err)), -EINVAL);
+	{
+		json_t *a = json_array();
+		assert_int_equal(sbx_saved_parse(a, &out, err, sizeof(err)), -EINVAL);
+		json_decref(a);
+	}
+	expect_bad_saved("backend", json_string("vm"), "backend");
+	expect_bad_saved("backend", NULL, "backend");
+	expect_bad_saved("version", json_integer(2), "version");
+	expect_bad_saved("version", json_string("1"), "version");
+	expect_bad_saved("id", json_string("../etc"), "id");
+	expect_bad_saved("id", json_string(""), "id");
+	expect_bad_saved("id", json_integer(7), "id");
+	expect_bad_saved("pid", json_integer(1), "pid");
+	expect_bad_saved("pid", json_integer(0), "pid");
+	expect_bad_saved("pid", json_integer(-5), "pid");
+	expect_bad_saved("pid", json_integer(4194305), "pid");
+	expect_bad_saved("pid", json_string("31337"), "pid");
+	expect_bad_saved("pid", json_real(31337.0), "pid");
+	expect_bad_saved("start_time", json_integer(-1), "start_time");
+	expect_bad_saved("start_time", json_null(), "start_time");
+	expect_bad_saved("state_dir", json_string("run/sluice/sandboxes/sbx-7"), "state_dir");
+	expect_bad_saved("state_dir", json_string("/run/sluice/sandboxes/other"), "state_dir");
+	expect_bad_saved("state_dir", json_string("/run/../etc/sbx-7"), "state_dir");
+	expect_bad_saved("state_dir", json_string("/sbx-7/.."), "state_dir");
+	expect_bad_saved("state_dir", json_string("sbx-7"), "state_dir");
+	expect_bad_saved("cgroup_version", json_integer(3), "cgroup_version");
+	expect_bad_saved("cgroups", json_array(), "cgroups");
+	expect_bad_saved("cgroups", json_string("/sys/fs/cgroup/sbx-7"), "cgroups");
+	expect_bad_saved("cgroups",
+	                 json_pack("[s,s,s,s]", "/a/sbx-7", "/b/sbx-7", "/c/sbx-7", "/d/sbx-7"),
+	                 "cgroups");
+	expect_bad_saved("cgroups", json_pack("[s]", "/sys/fs/cgroup/sluice/sbx-8"), "cgroup 0");
+	expect_bad_saved("cgroups", json_pack("[s]", "/sys/fs/cgroup/../../sbx-7"), "cgroup 0");
+	expect_bad_saved("cgroups", json_pack("[s,i]", "/a/sbx-7", 3), "cgroup 1");
+	expect_bad_saved("cgroups", json_pack("[s,s]", "/a/sbx-7", "/a/sbx-7"), "twice");
+	expect_bad_saved("agent_socket", json_string("run/agent.sock"), "agent_socket");
+	expect_bad_saved("agent_socket", json_string("/run/../agent.sock"), "agent_socket");
+	expect_bad_saved("agent_socket", json_string("/"), "agent_socket");
+	/* "/proc/PID/root" + the path must fit sun_path (108) */
+	memset(longp, 'a', sizeof(longp));
+	longp[0] = '/';
+	longp[108 - strlen("/proc/31337/root")] = 0; /* exactly 108 with the NUL: too long */
+	expect_bad_saved("agent_socket", json_string(longp), "agent_socket");
+	longp[107 - strlen("/proc/31337/root")] = 0; /* 107: fits */
+	assert_int_equal(parse_with("agent_socket", json_string(longp), err, sizeof(err)), 0);
+	expect_bad_saved("net", json_string("x"), "net");
+	expect_bad_saved("net", json_pack("{s:s, s:i}", "peer_ifname", "a/b", "peer_ifindex", 2),
+	                 "peer_ifname");
+	expect_bad_saved(
+	    "net", json_pack("{s:s, s:i}", "peer_ifname", "0123456789abcdef", "peer_ifindex", 2),
+	    "peer_ifname");
+	expect_bad_saved("net", json_pack("{s:s, s:i}", "peer_ifname", "sbx7", "peer_ifindex", -1),
+	                 "peer_ifindex");
+	expect_bad_saved("net", json_pack("{s:s}", "peer_ifname", "sbx7"), "peer_ifindex");
+	expect_bad_saved("net",
+	                 json_pack("{s:s, s:i, s:s}", "peer_ifname", "sbx7", "peer_ifindex", 2,
+	                           "peer_netns", "../x"),
+	                 "peer_netns");
+	expect_bad_saved("net",
+	                 json_pack("{s:s, s:i, s:s}", "peer_ifname", "sbx7", "peer_ifindex", 2,
+	                           "peer_netns", ""),
+	                 "peer_netns");
+	/* v2 has exactly one cgroup */
+	{
+		struct sbx_saved in = good_saved();
+		json_t *j;
+		in.cg_version = 2;
+		j = sbx_saved_to_json(&in);
+		assert_int_equal(sbx_saved_parse(j, &out, err, sizeof(err)), -EINVAL);
+		json_decref(j);
+	}
+}
+
+static void
+test_saved_good(void **st)
+{
+	struct sbx_saved in = good_saved(), out;
+	char err[256] = "";
+	json_t *j;
+	char *txt;
+
+	(void)st;
+	j = sbx_saved_to_json(&in);
+	assert_non_null(j);
+	/* no secrets: only these keys */
+	{
+		const char *k;
+		json_t *v;
+		json_object_foreach(j, k, v)
+		{
+			static const char *const ok[] = {
+			    "backend",   "version",        "id",      "pid",          "start_time",
+			    "state_dir", "cgroup_version", "cgroups", "agent_socket", "net"};
+			bool found = false;
+			for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+				found |= strcmp(k, ok[i]) == 0;
+			if (!found)
+				fail_msg("unexpected key %s", k);
+		}
+	}
+	/* a round trip through text */
+	txt = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	j = json_loads(txt, 0, NULL);
+	free(txt);
+	assert_int_equal(sbx_saved_parse(j, &out, err, sizeof(err)), 0);
+	json_decref(j);
+	assert_memory_equal(&in, &out, sizeof(in));
+	/* no link, no named namespace, v2 */
+	in = good_saved();
+	memset(in.peer_ifname, 0, sizeof(in.peer_ifname));
+	memset(in.peer_netns, 0, sizeof(in.peer_netns));
+	in.peer_ifindex = 0;
+	in.peer_netns_ino = 0;
+	in.cg_version = 2;
+	in.ncg = 1;
+	memset(in.cg[1], 0, sizeof(in.cg[1]));
+	j = sbx_saved_to_json(&in);
+	assert_null(json_object_get(j, "net"));
+	assert_int_equal(sbx_saved_parse(j, &out, err, sizeof(err)), 0);
+	json_decref(j);
+	assert_memory_equal(&in, &out, sizeof(in));
+	/* a trailing slash in the configured state dir makes "//": fine */
+	assert_int_equal(
+	    parse_with("state_dir", json_string("/run/sluice/sandboxes//sbx-7"), err, sizeof(err)),
+	    0);
+}
+
+static void
+test_durable_api_bad(void **st)
+{
+	const struct sbx_backend *b = sbx_backend_get("ns");
+	struct sbx *s = (struct sbx *)(uintptr_t)1;
+	char err[256] = "";
+	json_t *j;
+
+	(void)st;
+	assert_int_equal(sbx_init(NULL, err, sizeof(err)), 0);
+	assert_null(sbx_save(NULL));
+	sbx_release(NULL);
+	j = json_pack("{s:s}", "backend", "vm");
+	assert_int_equal(sbx_adopt(b, j, &s, err, sizeof(err)), -EINVAL);
+	assert_null(s);
+	assert_non_null(strstr(err, "backend"));
+	assert_int_equal(sbx_forget(b, j, err, sizeof(err)), -EINVAL);
+	json_decref(j);
+	j = json_string("x");
+	assert_int_equal(sbx_adopt(b, j, &s, err, sizeof(err)), -EINVAL);
+	json_decref(j);
+	/* a malformed ns record: -EINVAL, never -ESRCH */
+	j = json_pack("{s:s, s:i}", "backend", "ns", "version", 1);
+	assert_int_equal(sbx_adopt(b, j, &s, err, sizeof(err)), -EINVAL);
+	assert_int_equal(sbx_forget(b, j, err, sizeof(err)), -EINVAL);
+	json_decref(j);
+	assert_int_equal(sbx_sweep(b, NULL, 1, err, sizeof(err)), -EINVAL);
+	sbx_fini();
+}
+
 /* ---- registry ------------------------------------------------------------- */
 
 static void
@@ -447,11 +754,13 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_spec_bad),  cmocka_unit_test(test_spec_good),
-	    cmocka_unit_test(test_cg_detect), cmocka_unit_test(test_cg_self),
-	    cmocka_unit_test(test_cg_values), cmocka_unit_test(test_cg_path),
-	    cmocka_unit_test(test_cidr),      cmocka_unit_test(test_seccomp),
-	    cmocka_unit_test(test_registry),
+	    cmocka_unit_test(test_spec_bad),     cmocka_unit_test(test_spec_good),
+	    cmocka_unit_test(test_cg_detect),    cmocka_unit_test(test_cg_self),
+	    cmocka_unit_test(test_cg_values),    cmocka_unit_test(test_cg_path),
+	    cmocka_unit_test(test_cidr),         cmocka_unit_test(test_seccomp),
+	    cmocka_unit_test(test_registry),     cmocka_unit_test(test_stat_starttime),
+	    cmocka_unit_test(test_cgroup_names), cmocka_unit_test(test_saved_bad),
+	    cmocka_unit_test(test_saved_good),   cmocka_unit_test(test_durable_api_bad),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
