@@ -82,9 +82,13 @@ wait_host(int lfd, bool *term)
 			break;
 		if (p[0].revents & POLLIN) {
 			fd = agent_accept_host(lfd, NULL);
-			if (fd >= 0 || (fd != -EPERM && fd != -EAGAIN &&
-					fd != -ECONNABORTED))
+			if (fd >= 0)
 				break;
+			/* Every accept error is transient here (a refused
+			 * guest, a peer gone, memory or fds short under the
+			 * guest's own limits): PID 1 must not exit on it. */
+			if (fd != -EPERM && fd != -EAGAIN && fd != -ECONNABORTED)
+				usleep(10000);
 			fd = -1;
 		}
 	}

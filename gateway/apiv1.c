@@ -196,6 +196,20 @@ gw_claim_args_parse(const json_t *body, struct gw_claim_args *out, char *err, si
 	if (rc == 0)
 		rc = kv_object(json_object_get(body, "labels"), "labels", false, 64, GW_LABEL_MAX,
 			       out->labels, &out->nlabels, err, errsz);
+	if (rc == 0) {
+		/* The claim's journal event carries them: bounded as a whole. */
+		size_t total = 0;
+
+		for (size_t k = 0; k < out->nenv; k++)
+			total += strlen(out->env[k]);
+		for (size_t k = 0; k < out->nlabels; k++)
+			total += strlen(out->labels[k]);
+		if (total > GW_CLAIM_KV_MAX) {
+			snprintf(err, errsz, "env and labels: at most %u bytes in all",
+				 GW_CLAIM_KV_MAX);
+			rc = -EINVAL;
+		}
+	}
 	if (rc < 0)
 		gw_claim_args_fini(out);
 	return rc;
@@ -1503,7 +1517,9 @@ h_usage(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 				   "since: epoch seconds or an RFC 3339 UTC time");
 		return;
 	}
-	/* A tenant sees its own usage only. */
+	/* A tenant sees its own usage only; an empty filter is none. */
+	if (tenant && !*tenant)
+		tenant = NULL;
 	if (i->tenant)
 		tenant = i->tenant;
 	if (pool_mgr_usage(v->mgr, tenant, since, usage_row, rows, err, sizeof(err)) < 0) {

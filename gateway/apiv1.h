@@ -19,6 +19,7 @@ struct json_t;
 #define GW_FILE_MAX (1ull << 30)
 #define GW_ENV_VALUE_MAX 4096
 #define GW_LABEL_MAX 256
+#define GW_CLAIM_KV_MAX (64u << 10)   /* env and labels of a claim, in all */
 
 /* The route table (NULL-fn terminated); arg of every handler must be a
  * struct gw_apiv1 made by gw_apiv1_new(). */

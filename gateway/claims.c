@@ -320,7 +320,7 @@ gw_claims_start(struct conf *c, struct gw_fleet *f, const char *agent_path, char
 	struct gw_claims *g = calloc(1, sizeof(*g));
 	struct sbx_init_opts io = { 0 };
 	struct pool_host h = { 0 };
-	char agent[PATH_MAX], cache[PATH_MAX];
+	char agent[PATH_MAX], cache[PATH_MAX], state[PATH_MAX];
 
 	if (!g) {
 		snprintf(err, errsz, "out of memory");
@@ -345,6 +345,10 @@ gw_claims_start(struct conf *c, struct gw_fleet *f, const char *agent_path, char
 	}
 	snprintf(cache, sizeof(cache), "%s/templates", c->daemon.data_dir);
 	io.cache_dir = cache;
+	/* Each daemon's sandboxes under its own data_dir: a sweep at start
+	 * never touches another daemon's. */
+	snprintf(state, sizeof(state), "%s/sandboxes", c->daemon.data_dir);
+	io.state_dir = state;
 	if (sbx_init(&io, err, errsz) < 0)
 		goto fail;
 	g->sbx_ready = true;

@@ -2,6 +2,9 @@
  * and its signals. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <pthread.h>
@@ -79,6 +82,50 @@ listen_is_loopback(const struct conf_hostport *hp)
 		return IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
 	}
 	return false;
+}
+
+/* One daemon per data_dir, taken before anything is touched (the fleet
+ * namespace, the sandboxes): two would rebuild each other's nftables
+ * table, interleave the journal and adopt each other's sandboxes. The
+ * fd stays open (and locked) for the daemon's life. -1 with a line in
+ * err. */
+static int
+lock_data_dir(const char *dir, char *err, size_t errsz)
+{
+	char path[4200], buf[4096];
+	size_t n = strlen(dir);
+	int fd;
+
+	if (n == 0 || n >= sizeof(buf) - 8) {
+		snprintf(err, errsz, "daemon.data_dir %s: too long", dir);
+		return -1;
+	}
+	memcpy(buf, dir, n + 1);
+	for (char *q = buf + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = 0;
+		(void)mkdir(buf, 0755);
+		*q = '/';
+	}
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errsz, "daemon.data_dir %s: cannot create it: %s", dir,
+			 strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		snprintf(err, errsz, "daemon.data_dir %s: the lock file: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		snprintf(err, errsz, "daemon.data_dir %s: %s", dir,
+			 errno == EWOULDBLOCK ? "another sluiced uses it" : strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 static void
@@ -337,6 +384,11 @@ main(int argc, char **argv)
 	{
 		char err[512];
 
+		if (lock_data_dir(dm.conf->daemon.data_dir, err, sizeof(err)) < 0) {
+			gw_log_errx("%s", err);
+			rc = -EINVAL;
+			goto out;
+		}
 		/* The fleet first: the lane doors listen inside it. The
 		 * fleet keeps the configuration it started with (lanes
 		 * change on restart only). */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/random.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +63,7 @@ struct pool_sbx {
 	struct json_t *ref;             /* sbx_save(): how to find it again */
 	struct json_t *layer_saved;     /* the layer as the state file keeps it */
 	bool journaled;                 /* a boot or claim event names it */
+	uint64_t jend;                  /* the seq of its end event, 0: none */
 	struct sbx_agent_conn *agent;
 	pthread_mutex_t use_mu;         /* one agent user at a time */
 	struct pool_netinfo net;
@@ -127,6 +129,7 @@ struct pool_mgr {
 	uint64_t jseq;                  /* the last event appended */
 	struct pool_saver saver;
 	bool jfailing;                  /* the journal's last sync failed */
+	bool restored;                  /* the state may be written */
 };
 
 static const char *const tier_names[] = { "warm", "cold" };
@@ -390,6 +393,9 @@ jrec(struct pool_mgr *m, json_t *ev)
 	seq = pool_journal_append(m->journal, ev);
 	if (seq)
 		m->jseq = seq;
+	else
+		mlog(m, POOL_LOG_ERR, "journal: an event was refused (too large, or too much "
+				      "pending while the journal cannot be written)");
 	pool_saver_changed(&m->saver);
 }
 
@@ -428,13 +434,13 @@ ev_end(const char *type, const struct pool_sbx *s, const char *why)
 /* Not under m->mu: makes every event up to seq durable. A failing disk
  * is logged once per run of failures; the daemon keeps serving and the
  * events stay pending until a sync succeeds. */
-static void
+static int
 jsync(struct pool_mgr *m, uint64_t seq)
 {
 	int rc;
 
 	if (!m->journal || !seq)
-		return;
+		return 0;
 	rc = pool_journal_sync(m->journal, seq, JSYNC_TIMEOUT_MS);
 	pthread_mutex_lock(&m->mu);
 	if (rc < 0 && !m->jfailing)
@@ -446,6 +452,7 @@ jsync(struct pool_mgr *m, uint64_t seq)
 		mlog(m, POOL_LOG_INFO, "journal %s/%s: written again", m->data_dir, JOURNAL_NAME);
 	m->jfailing = rc < 0;
 	pthread_mutex_unlock(&m->mu);
+	return rc;
 }
 
 /* Under m->mu: the state file's document. */
@@ -458,7 +465,9 @@ state_doc(struct pool_mgr *m)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	TAILQ_FOREACH(s, &m->all, all) {
-		if (s->state == POOL_S_WARM && s->journaled)
+		if ((s->state == POOL_S_WARM || (s->state == POOL_S_CLAIMED && !s->ready)) &&
+		    s->journaled && !s->jend)
+			/* a warm one, or one a claim has taken but not answered */
 			json_array_append_new(a, sbx_entry(s, false));
 		else if (s->state == POOL_S_CLAIMED && s->ready)
 			json_array_append_new(a, sbx_entry(s, true));
@@ -483,9 +492,13 @@ save_job(void *arg)
 	bool log_it = false;
 	int rc;
 
-	/* The state file never runs ahead of the journal. */
-	jsync(m, j->seq);
-	rc = pool_state_write(m->data_dir, STATE_NAME, j->doc, err, sizeof(err));
+	/* The state file never runs ahead of the journal: not written
+	 * (and retried later) while the journal cannot be. */
+	rc = jsync(m, j->seq);
+	if (rc < 0)
+		snprintf(err, sizeof(err), "waiting for the journal: %s", strerror(-rc));
+	else
+		rc = pool_state_write(m->data_dir, STATE_NAME, j->doc, err, sizeof(err));
 	json_decref(j->doc);
 	pthread_mutex_lock(&m->mu);
 	pool_saver_done(&m->saver, j->gen, rc, mono_ms(), &log_it);
@@ -708,14 +721,7 @@ end_one(struct pool_mgr *m, struct pool_sbx *s)
 	pthread_mutex_lock(&m->mu);
 	s->attached = false;
 	s->state = POOL_S_ENDED;
-	if (s->journaled) {
-		if (s->ready)
-			jrec(m, ev_end(s->end == POOL_END_RELEASED ? "release" : "reap", s,
-				       s->end == POOL_END_SHUTDOWN ? "shutdown" : NULL));
-		else
-			jrec(m, ev_end("drain", s, NULL));
-		seq = m->jseq;
-	}
+	seq = s->jend;
 	if (s->layer) {
 		m->host.layer_unref(s->layer);
 		s->layer = NULL;
@@ -744,11 +750,22 @@ end_one(struct pool_mgr *m, struct pool_sbx *s)
 	return seq;
 }
 
-/* Under m->mu: takes s out of its pool's counts as it starts ending. */
+/* Under m->mu: takes s out of its pool's counts as it starts ending, and
+ * journals its end before the teardown (a crash in between leaves a
+ * running sandbox that no record names: the next start sweeps it). */
 static void
-begin_end(struct pool_sbx *s, enum pool_end why)
+begin_end_why(struct pool_mgr *m, struct pool_sbx *s, enum pool_end why, const char *reason)
 {
 	struct pstate *p = s->pool;
+
+	if (s->journaled && !s->jend) {
+		if (s->ready)
+			jrec(m, ev_end(why == POOL_END_RELEASED ? "release" : "reap", s,
+				       reason ? reason : why == POOL_END_SHUTDOWN ? "shutdown" : NULL));
+		else
+			jrec(m, ev_end("drain", s, reason));
+		s->jend = m->jseq;
+	}
 
 	if (s->on_warm) {
 		TAILQ_REMOVE(&p->warm, s, warm);
@@ -759,6 +776,12 @@ begin_end(struct pool_sbx *s, enum pool_end why)
 		p->claimed--;
 	s->state = POOL_S_ENDING;
 	s->end = why;
+}
+
+static void
+begin_end(struct pool_mgr *m, struct pool_sbx *s, enum pool_end why)
+{
+	begin_end_why(m, s, why, NULL);
 }
 
 struct job {
@@ -860,7 +883,7 @@ boot_job(void *arg)
 		pool_lead_record(&p->lead, took);
 		bucket(p, took);
 		if (m->stopping || p->draining || s->gen != p->gen) {
-			begin_end(s, POOL_END_DRAINED);
+			begin_end(m, s, POOL_END_DRAINED);
 			end_async(m, s);
 		} else {
 			s->state = POOL_S_WARM;
@@ -920,7 +943,7 @@ drain_warm(struct pool_mgr *m, struct pstate *p)
 	struct pool_sbx *s;
 
 	while ((s = TAILQ_FIRST(&p->warm))) {
-		begin_end(s, POOL_END_DRAINED);
+		begin_end(m, s, POOL_END_DRAINED);
 		end_async(m, s);
 	}
 }
@@ -995,7 +1018,8 @@ pool_mgr_conf(struct pool_mgr *m)
 struct restore {
 	struct pool_mgr *m;
 	json_t *live;                   /* id -> entry (the state file's shape) */
-	json_t *tombs;                  /* end events, oldest first */
+	json_t *tombs;                  /* end events: a ring of POOL_TOMBSTONES */
+	size_t thead;                   /* the oldest, once the ring is full */
 	uint64_t base;                  /* the state file's journal_seq */
 	uint64_t last;
 	json_t *adopted;                /* ids kept: sbx_sweep()'s list */
@@ -1012,9 +1036,12 @@ restore_event(void *arg, const json_t *ev, uint64_t seq)
 	if (!type || !id)
 		return;
 	if (strcmp(type, "release") == 0 || strcmp(type, "reap") == 0) {
-		json_array_append(r->tombs, (json_t *)(uintptr_t)ev);
-		if (json_array_size(r->tombs) > POOL_TOMBSTONES)
-			json_array_remove(r->tombs, 0);
+		if (json_array_size(r->tombs) < POOL_TOMBSTONES) {
+			json_array_append(r->tombs, (json_t *)(uintptr_t)ev);
+		} else {
+			json_array_set(r->tombs, r->thead, (json_t *)(uintptr_t)ev);
+			r->thead = (r->thead + 1) % POOL_TOMBSTONES;
+		}
 	}
 	if (seq <= r->base)
 		return;                 /* the state file has it */
@@ -1259,10 +1286,10 @@ drain:
 		if (tenant && !s->tenant)
 			s->tenant = strdup(tenant);
 		p->claimed++;
-		begin_end(s, POOL_END_REAPED);
+		begin_end_why(m, s, POOL_END_REAPED, "restore");
 	} else {
 		s->state = POOL_S_WARM;
-		begin_end(s, POOL_END_DRAINED);
+		begin_end(m, s, POOL_END_DRAINED);
 	}
 	json_array_append_new(r->adopted, json_string(id));
 	end_async(m, s);
@@ -1342,7 +1369,9 @@ restore(struct pool_mgr *m, char *err, size_t errsz)
 		mlog(m, POOL_LOG_WARN, "restart: the state file is ahead of the journal (%llu > %llu)",
 		     (unsigned long long)r.base, (unsigned long long)r.last);
 	pthread_mutex_lock(&m->mu);
-	json_array_foreach(r.tombs, i, e) {
+	n = json_array_size(r.tombs);
+	for (i = 0; i < n; i++) {
+		e = json_array_get(r.tombs, (r.thead + i) % n);
 		id = json_string_value(json_object_get(e, "claim"));
 		if (id && !json_object_get(r.live, id))
 			tomb_from(m, e);
@@ -1471,6 +1500,7 @@ pool_mgr_new(const struct pool_host *host, struct conf *c, const char *data_dir,
 		snprintf(err, errsz, "daemon.data_dir %s: %s", data_dir, e2);
 		goto fail_keep;
 	}
+	m->restored = true;
 	/* The state as of now, before the first request: a directory that
 	 * cannot be written is refused here, not found out later. */
 	pthread_mutex_lock(&m->mu);
@@ -1479,6 +1509,7 @@ pool_mgr_new(const struct pool_host *host, struct conf *c, const char *data_dir,
 	pthread_mutex_unlock(&m->mu);
 	if (rc < 0) {
 		snprintf(err, errsz, "daemon.data_dir %s: %s", data_dir, e2);
+		m->restored = false;
 		goto fail_keep;
 	}
 	return m;
@@ -1513,7 +1544,7 @@ pool_mgr_free(struct pool_mgr *m, bool end_all)
 		for (s = TAILQ_FIRST(&m->all); s; s = n) {
 			n = TAILQ_NEXT(s, all);
 			if (s->state == POOL_S_WARM || s->state == POOL_S_CLAIMED) {
-				begin_end(s, POOL_END_SHUTDOWN);
+				begin_end(m, s, POOL_END_SHUTDOWN);
 				end_async(m, s);
 			}
 		}
@@ -1522,7 +1553,8 @@ pool_mgr_free(struct pool_mgr *m, bool end_all)
 	}
 	/* What is left runs on: the next start re-adopts it from the state
 	 * file written here (and the journal). */
-	if (m->journal) {
+	/* Never over a good state file with what a failed start saw. */
+	if (m->journal && m->restored) {
 		pool_saver_changed(&m->saver);
 		pool_saver_retry_now(&m->saver);
 		if (save_now(m, err, sizeof(err)) < 0)
@@ -1622,7 +1654,7 @@ pool_mgr_tick(struct pool_mgr *m)
 		n = TAILQ_NEXT(s, all);
 		if (s->state == POOL_S_CLAIMED && s->ready && s->expires_ms <= wall) {
 			mlog(m, POOL_LOG_INFO, "claim %s: lease expired; reaping", s->id);
-			begin_end(s, POOL_END_REAPED);
+			begin_end(m, s, POOL_END_REAPED);
 			end_async(m, s);
 		} else if (s->state == POOL_S_CLAIMED && s->ready &&
 			   (uint64_t)(s->expires_ms - wall) < next) {
@@ -1662,7 +1694,7 @@ pool_mgr_tick(struct pool_mgr *m)
 		if (p->nwarm > p->target && (s = TAILQ_FIRST(&p->warm))) {
 			/* One surplus sandbox per tick: a dip in the rate
 			 * does not empty the pool at once. */
-			begin_end(s, POOL_END_DRAINED);
+			begin_end(m, s, POOL_END_DRAINED);
 			end_async(m, s);
 		}
 		pp = &p->next;
@@ -1727,6 +1759,11 @@ claim_abort(struct pool_mgr *m, struct pool_sbx *s, bool cold)
 	s->pool->reserved--;
 	if (cold)
 		s->pool->cold--;
+	if (s->journaled && !s->jend) {
+		/* A warm sandbox taken for a claim that failed. */
+		jrec(m, ev_end("drain", s, "claim-failed"));
+		s->jend = m->jseq;
+	}
 	s->state = POOL_S_ENDING;
 	s->end = POOL_END_FAILED;
 	pthread_mutex_unlock(&m->mu);
@@ -1915,10 +1952,11 @@ pool_mgr_release(struct pool_mgr *m, const char *id, const char *tenant, enum po
 		pthread_mutex_unlock(&m->mu);
 		return s->end == POOL_END_RELEASED || s->end == POOL_END_REAPED ? 0 : -ENOENT;
 	}
-	begin_end(s, POOL_END_RELEASED);
+	begin_end(m, s, POOL_END_RELEASED);
+	seq = s->jend;
 	s->refs++;
 	pthread_mutex_unlock(&m->mu);
-	seq = end_one(m, s);
+	end_one(m, s);
 	pthread_mutex_lock(&m->mu);
 	sbx_unref_locked(m, s);
 	pthread_mutex_unlock(&m->mu);

@@ -121,6 +121,24 @@ test_claim_bounds(void **state)
 	gw_claim_args_fini(&a);
 	json_decref(j);
 	free(big);
+
+	/* Many values near the limit: bounded as a whole (the claim's
+	 * journal event carries them). */
+	big = malloc(2001);
+	memset(big, 'b', 2000);
+	big[2000] = 0;
+	env = json_object();
+	for (int i = 0; i < 40; i++) {
+		char k[16];
+
+		snprintf(k, sizeof(k), "V%d", i);
+		json_object_set_new(env, k, json_string(big));
+	}
+	j = json_pack("{s:s, s:o}", "pool", "p", "env", env);
+	assert_int_equal(gw_claim_args_parse(j, &a, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "in all"));
+	json_decref(j);
+	free(big);
 }
 
 /* Numbers beyond 64 bits never reach the validator: the JSON parser
