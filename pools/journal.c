@@ -863,6 +863,14 @@ pool_usage_event(struct pool_usage *u, const struct json_t *ev)
 	if (!u || !what || !id || !json_is_integer(jts))
 		return;
 	ts = json_integer_value(jts);
+	/* An adopt names a claim only when it says so: a warm sandbox
+	 * re-adopted at a restart is nobody's claim. */
+	if (strcmp(what, "adopt") == 0) {
+		const char *st = json_string_value(json_object_get(ev, "state"));
+
+		if (st && strcmp(st, "claimed") != 0)
+			return;
+	}
 	if (strcmp(what, "claim") == 0 || strcmp(what, "adopt") == 0) {
 		if (!smap_get(&u->ids, id, &i))
 			usage_start(u, ev, id, ts);

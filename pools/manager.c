@@ -504,6 +504,8 @@ save_job(void *arg)
 	pool_saver_done(&m->saver, j->gen, rc, mono_ms(), &log_it);
 	if (rc < 0 && log_it)
 		mlog(m, POOL_LOG_ERR, "state file: %s (retrying with back-off)", err);
+	else if (rc == 0 && log_it)
+		mlog(m, POOL_LOG_INFO, "state file %s/%s: written again", m->data_dir, STATE_NAME);
 	m->inflight--;
 	pthread_cond_broadcast(&m->cv);
 	pthread_mutex_unlock(&m->mu);
@@ -1956,11 +1958,13 @@ pool_mgr_release(struct pool_mgr *m, const char *id, const char *tenant, enum po
 	seq = s->jend;
 	s->refs++;
 	pthread_mutex_unlock(&m->mu);
+	/* Durable before the teardown: a crash during the stop still finds
+	 * the claim released, not reaped. */
+	jsync(m, seq);
 	end_one(m, s);
 	pthread_mutex_lock(&m->mu);
 	sbx_unref_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
-	jsync(m, seq);
 	mlog(m, POOL_LOG_INFO, "claim %s: released", id);
 	*was = POOL_END_NONE;
 	if (m->host.wake)

@@ -250,6 +250,36 @@ child_caps(const struct plan *p)
 		child_fail(p, "capset", NULL);
 }
 
+/* The child's first step: closes every fd above 2 but the plan's. The
+ * child has a copy of the parent's table (no exec yet, so close-on-exec
+ * does not apply): the write end of its own go pipe, and of any sibling
+ * start's, and the parent's other fds (other sandboxes' agent streams,
+ * listening sockets). Kept, they would outlive a parent that dies before
+ * it says go: the read of go would never see EOF, and the child, stuck,
+ * would hold the other agents' first streams open, so that they never
+ * take the next host's connection. */
+static void
+child_close_others(const struct plan *p)
+{
+	int keep[4] = {p->go_fd, p->sock_fd, p->err_fd, p->exe_fd};
+	unsigned lo = 3;
+
+	for (int i = 1; i < 4; i++)
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (int i = 0; i < 4; i++) {
+		if (keep[i] < 0 || (unsigned)keep[i] < lo)
+			continue;
+		if ((unsigned)keep[i] > lo)
+			syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
+		lo = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, lo, ~0u, 0);
+}
+
 static int
 child_main(void *arg)
 {
@@ -259,6 +289,7 @@ child_main(void *arg)
 	char c;
 	int nul;
 
+	child_close_others(p);
 	umask(0);
 	/* Wait for the parent: cgroup and network come from outside. */
 	if (read(p->go_fd, &c, 1) != 1)
@@ -763,7 +794,8 @@ write_saved(const struct sbx *s)
 	if (!j)
 		return -ENOMEM;
 	sbx_pathf(path, sizeof(path), "%s/%s", s->dir, SAVED_FILE);
-	rc = json_dump_file(j, path, JSON_COMPACT) == 0 ? 0 : -EIO;
+	errno = 0;
+	rc = json_dump_file(j, path, JSON_COMPACT) == 0 ? 0 : -(errno ? errno : EIO);
 	json_decref(j);
 	return rc;
 }
