@@ -113,17 +113,6 @@ acme() { req tcp "$ACME" "$@"; }
 other() { req tcp "$OTHER" "$@"; }
 op() { req unix "" "$@"; }
 
-# j EXPR: EXPR (python, d = the JSON body B) printed; JSON for lists,
-# dicts, booleans and null.
-j() {
-	"$PY" -c 'import json,sys
-try:
-    d = json.loads(sys.stdin.read())
-    r = eval(sys.argv[1])
-except Exception as e:
-    print("<%s: %s>" % (type(e).__name__, e)); sys.exit(0)
-print(r if isinstance(r, str) else json.dumps(r))' "$1" <<<"$B"
-}
 # is EXPR VALUE: j EXPR prints VALUE (echoes what it got otherwise).
 is() {
 	local got

@@ -266,15 +266,6 @@ req() {
 	ST=${out##*$'\n'}
 	B=${out%$'\n'*}
 }
-j() {
-	"$PY" -c 'import json,sys
-try:
-    d = json.loads(sys.stdin.read())
-    r = eval(sys.argv[1])
-except Exception as e:
-    print("<%s: %s>" % (type(e).__name__, e)); sys.exit(0)
-print(r if isinstance(r, str) else json.dumps(r))' "$1" <<<"$B"
-}
 # settled SOCK [SECONDS]: every pool's warm == target, nothing booting.
 settled() {
 	local i

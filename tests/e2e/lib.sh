@@ -71,6 +71,18 @@ end_left_sandboxes() {
 	done
 }
 
+# j EXPR: EXPR (python; d = the JSON document in $B) printed; JSON for
+# lists, dicts, booleans and null; "<Error: ...>" when it cannot be.
+j() {
+	"${PY:-python3}" -c 'import json,sys
+try:
+    d = json.loads(sys.stdin.read())
+    r = eval(sys.argv[1])
+except Exception as e:
+    print("<%s: %s>" % (type(e).__name__, e)); sys.exit(0)
+print(r if isinstance(r, str) else json.dumps(r))' "$1" <<<"$B"
+}
+
 # track PID: end this process on exit.
 track() { E2E_PIDS+=("$1"); }
 
