@@ -793,6 +793,30 @@ print_rows(const json_t *list, const char *const *header, const char *const *key
 	table_print(&t);
 }
 
+/* GET path; the answer's array `field` as a table (or the JSON with
+ * --json). */
+static int
+list_table(struct sl_opts *o, const char *path, const char *field, const char *const *header,
+	   const char *const *keys, size_t ncol)
+{
+	json_t *res = NULL, *list;
+	int rc = call_json(o, "GET", path, NULL, &res, NULL);
+
+	if (rc != 0)
+		return rc;
+	list = json_object_get(res, field);
+	if (o->json) {
+		print_json(res);
+	} else if (!json_is_array(list)) {
+		warnx("unexpected answer: no \"%s\" list", field);
+		rc = EXIT_API;
+	} else {
+		print_rows(list, header, keys, ncol);
+	}
+	json_decref(res);
+	return rc;
+}
+
 /* Flattens an object into "a.b" keys and display values. */
 struct sl_kv {
 	char **k;
@@ -947,25 +971,11 @@ cmd_ls(struct sl_opts *o, int argc, char **argv)
 					      "STATE", "ADDRESS", "EXPIRES" };
 	static const char *const keys[] = { "id",    "pool",    "tenant",    "tier",
 					    "state", "address", "expires_at" };
-	json_t *res = NULL, *list;
 	int rc = no_operands(o, "ls", argc, argv);
 
 	if (rc != 0)
 		return rc;
-	rc = call_json(o, "GET", "/v1/sandboxes", NULL, &res, NULL);
-	if (rc != 0)
-		return rc;
-	list = json_object_get(res, "sandboxes");
-	if (o->json) {
-		print_json(res);
-	} else if (!json_is_array(list)) {
-		warnx("unexpected answer: no \"sandboxes\" list");
-		rc = EXIT_API;
-	} else {
-		print_rows(list, header, keys, 7);
-	}
-	json_decref(res);
-	return rc;
+	return list_table(o, "/v1/sandboxes", "sandboxes", header, keys, 7);
 }
 
 /* Takes exactly one operand, a sandbox id, into *id. */
@@ -1592,22 +1602,7 @@ pools_get(struct sl_opts *o)
 					      "POLICY", "WARM",    "WARM_MAX" };
 	static const char *const keys[] = { "name",   "backend", "template", "lane",
 					    "policy", "warm",    "warm_max" };
-	json_t *res = NULL, *list;
-	int rc = call_json(o, "GET", "/v1/pools", NULL, &res, NULL);
-
-	if (rc != 0)
-		return rc;
-	list = json_object_get(res, "pools");
-	if (o->json) {
-		print_json(res);
-	} else if (!json_is_array(list)) {
-		warnx("unexpected answer: no \"pools\" list");
-		rc = EXIT_API;
-	} else {
-		print_rows(list, header, keys, 7);
-	}
-	json_decref(res);
-	return rc;
+	return list_table(o, "/v1/pools", "pools", header, keys, 7);
 }
 
 static int
