@@ -108,6 +108,18 @@ xstrdup(const char *s)
 	return p;
 }
 
+/* "sluice: message\n" on stderr. */
+static void
+vwarnx(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
+static void
+vwarnx(const char *fmt, va_list ap)
+{
+	fputs("sluice: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 static void
 warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -116,11 +128,9 @@ warnx(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("sluice: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vwarnx(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* Prints "sluice: CMD: message" and the usage; returns EXIT_USAGE. */
@@ -132,11 +142,10 @@ usage_err(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("sluice: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vwarnx(fmt, ap);
 	va_end(ap);
-	fputs("\n\n", stderr);
+	fputc('\n', stderr);
 	fputs(usage_text, stderr);
 	return EXIT_USAGE;
 }

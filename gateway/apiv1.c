@@ -465,7 +465,7 @@ env_value(const struct pool_netinfo *n, const char *name)
 }
 
 static json_t *
-claim_json(const struct pool_claim_view *v, bool counters, struct gw_fleet *fleet)
+claim_json(const struct pool_claim_view *v)
 {
 	json_t *o = json_object(), *labels = json_object();
 	char addr[INET_ADDRSTRLEN] = "";
@@ -507,17 +507,6 @@ claim_json(const struct pool_claim_view *v, bool counters, struct gw_fleet *flee
 	} else {
 		json_object_set_new(o, "proxy", json_null());
 	}
-	if (counters && v->state == POOL_S_CLAIMED) {
-		struct gw_fleet_info fi;
-
-		if (gw_fleet_get(fleet, v->id, &fi) == 0)
-			json_object_set_new(o, "counters",
-					    json_pack("{s:I, s:I, s:I, s:I}", "tx_packets",
-						      (json_int_t)fi.tx_packets, "tx_bytes",
-						      (json_int_t)fi.tx_bytes, "rx_packets",
-						      (json_int_t)fi.rx_packets, "rx_bytes",
-						      (json_int_t)fi.rx_bytes));
-	}
 	return o;
 }
 
@@ -525,7 +514,6 @@ claim_json(const struct pool_claim_view *v, bool counters, struct gw_fleet *flee
 
 struct view_ctx {
 	json_t *out;
-	bool counters;
 	struct gw_fleet *fleet;
 };
 
@@ -534,8 +522,7 @@ one_view(void *arg, const struct pool_claim_view *v)
 {
 	struct view_ctx *x = arg;
 
-	/* Counters are read after the manager's lock is dropped. */
-	x->out = claim_json(v, false, x->fleet);
+	x->out = claim_json(v);
 }
 
 static void
@@ -543,7 +530,7 @@ list_view(void *arg, const struct pool_claim_view *v)
 {
 	struct view_ctx *x = arg;
 
-	json_array_append_new(x->out, claim_json(v, false, x->fleet));
+	json_array_append_new(x->out, claim_json(v));
 }
 
 static const struct conf_tenant *
@@ -640,6 +627,7 @@ h_show(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		gw_api_reply_error(r, 404, "not-found", "no sandbox %s", i->id);
 		return;
 	}
+	/* Counters are read after the manager's lock is dropped. */
 	if (strcmp(json_string_value(json_object_get(x.out, "state")), "claimed") == 0 &&
 	    gw_fleet_get(x.fleet, i->id, &fi) == 0)
 		json_object_set_new(x.out, "counters",

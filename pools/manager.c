@@ -1420,28 +1420,6 @@ jlog(void *arg, int level, const char *msg)
 	mlog(m, (enum pool_log_level)level, "journal: %s", msg);
 }
 
-static int
-mkdir_p(const char *path, mode_t mode)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-
-	if (n == 0 || n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n + 1);
-	for (char *q = buf + 1; *q; q++) {
-		if (*q != '/')
-			continue;
-		*q = 0;
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*q = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* Under m->mu, dropped and retaken: writes the state file now. */
 static int
 save_now(struct pool_mgr *m, char *err, size_t errsz)
@@ -1486,11 +1464,6 @@ pool_mgr_new(const struct pool_host *host, struct conf *c, const char *data_dir,
 	pthread_cond_init(&m->cv, NULL);
 	TAILQ_INIT(&m->all);
 	pool_saver_init(&m->saver, POOL_BACKOFF_MIN_MS, POOL_BACKOFF_MAX_MS);
-	if ((rc = mkdir_p(data_dir, 0700)) < 0) {
-		snprintf(err, errsz, "daemon.data_dir %s: cannot create it: %s", data_dir,
-			 strerror(-rc));
-		goto fail;
-	}
 	snprintf(path, sizeof(path), "%s/%s", data_dir, JOURNAL_NAME);
 	m->journal = pool_journal_open(path, jlog, m, e2, sizeof(e2));
 	if (!m->journal) {

@@ -172,7 +172,8 @@ struct pool_claim_req {
  *   -EAGAIN  no warm sandbox and POOL_COLD_PARALLEL cold boots already;
  *   -ENOMEM. */
 /* Opens the journal (data_dir/journal.jsonl) and the state file
- * (data_dir/state.json), creating data_dir (0700) if needed; re-adopts
+ * (data_dir/state.json) in data_dir, which the caller has made and
+ * locked (one daemon per data_dir: gateway/main.c); re-adopts
  * every sandbox of the state that still runs (journals "reap" for claims
  * that are gone), ends the backend's orphans, writes the state, and
  * starts filling c's pools. NULL with one line in err, also when
