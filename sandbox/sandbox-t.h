@@ -52,6 +52,8 @@ struct sbx_caps {
 	bool network; /* can attach one link */
 	bool mounts;  /* honours sbx_spec.mounts */
 	bool files;   /* honours sbx_spec.files */
+	bool park;    /* sbx_park(): paused to near-zero CPU, resumed in
+	                 milliseconds (warm pools hold parked sandboxes) */
 	uint32_t typical_start_ms;
 };
 
@@ -151,6 +153,9 @@ struct sbx_backend_ops {
 	int (*forget)(const struct json_t *saved, char *err, size_t errsz);
 	int (*sweep)(const char *const *keep, size_t nkeep, char *err, size_t errsz);
 	void (*release)(struct sbx *s);
+	/* NULL when the backend cannot park (caps.park false). */
+	int (*park)(struct sbx *s, char *err, size_t errsz);
+	int (*unpark)(struct sbx *s, char *err, size_t errsz);
 };
 
 #define SBX_ID_MAX     48

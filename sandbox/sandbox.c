@@ -456,3 +456,23 @@ sbx_release(struct sbx *s)
 	if (s)
 		h->backend->ops->release(s);
 }
+
+int
+sbx_park(struct sbx *s, char *err, size_t errsz)
+{
+	struct sbx_head *h = (void *)s;
+
+	if (!s || !h->backend->ops->park)
+		return sbx_fail(err, errsz, -ENOTSUP, "park: this backend cannot park");
+	return h->backend->ops->park(s, err, errsz);
+}
+
+int
+sbx_unpark(struct sbx *s, char *err, size_t errsz)
+{
+	struct sbx_head *h = (void *)s;
+
+	if (!s || !h->backend->ops->unpark)
+		return sbx_fail(err, errsz, -ENOTSUP, "unpark: this backend cannot park");
+	return h->backend->ops->unpark(s, err, errsz);
+}

@@ -112,4 +112,17 @@ int sbx_sweep(const struct sbx_backend *b, const char *const *keep, size_t nkeep
  * agent then waits for the next host. NULL is fine. */
 void sbx_release(struct sbx *s);
 
+/* ---- parking: a warm sandbox that costs (almost) nothing ---------------
+ *
+ * sbx_park() pauses a running sandbox where the backend can (caps.park):
+ * its processes stop using CPU, its agent does not answer, and its state
+ * is kept as it is. sbx_unpark() resumes it in milliseconds. The guest
+ * does not see the time pass: after sbx_unpark() the caller gives the
+ * agent the time and fresh entropy ("configure" with "time_ns" and
+ * "entropy", agent/proto.h). Both are idempotent; -ENOTSUP when the
+ * backend cannot park. sbx_stop(), sbx_save() and sbx_release() work on a
+ * parked sandbox; sbx_adopt() hands back a running (unparked) one. */
+int sbx_park(struct sbx *s, char *err, size_t errsz);
+int sbx_unpark(struct sbx *s, char *err, size_t errsz);
+
 #endif
