@@ -79,6 +79,7 @@ struct pool_sbx {
 	TAILQ_ENTRY(pool_sbx) all;      /* m->all: every sandbox and tombstone */
 	TAILQ_ENTRY(pool_sbx) warm;     /* its pool's warm list */
 	bool on_warm;
+	bool parked;                    /* sbx_park()ed while warm */
 };
 
 TAILQ_HEAD(sbx_list, pool_sbx);
@@ -857,6 +858,50 @@ boot_failed(struct pool_mgr *m, struct pstate *p, const char *err)
 	     p->name, p->fails, (unsigned long long)back, err);
 }
 
+/* A warm sandbox waits parked where its backend can park (a paused
+ * microVM costs no CPU and little memory); where it cannot, it waits
+ * running. Not under m->mu. */
+static void
+park_warm(struct pool_mgr *m, struct pool_sbx *s)
+{
+	char err[256];
+	int rc = sbx_park(s->h, err, sizeof(err));
+
+	if (rc == 0)
+		s->parked = true;
+	else if (rc != -ENOTSUP)
+		mlog(m, POOL_LOG_WARN, "sandbox %s: cannot park (%s); it waits running", s->id,
+		     err);
+}
+
+/* Resumes a parked warm sandbox for a claim and gives its agent the time
+ * and fresh entropy: a clone restored from a snapshot must not share a
+ * random stream with its siblings, and its clock stood still while
+ * parked. Not under m->mu; s is reserved by the caller. */
+static int
+unpark_claimed(struct pool_mgr *m, struct pool_sbx *s, char *err, size_t errsz)
+{
+	char e2[256];
+	int rc;
+
+	(void)m;
+	if (!s->parked)
+		return 0;
+	rc = sbx_unpark(s->h, e2, sizeof(e2));
+	if (rc < 0) {
+		snprintf(err, errsz, "sandbox %s: cannot resume: %s", s->id, e2);
+		return rc;
+	}
+	s->parked = false;
+	rc = sbx_agent_refresh_sync(s->agent, HELLO_TIMEOUT_MS, e2, sizeof(e2));
+	if (rc < 0) {
+		snprintf(err, errsz, "sandbox %s: agent did not take the time and entropy: %s",
+			 s->id, e2);
+		return rc;
+	}
+	return 0;
+}
+
 static void
 boot_job(void *arg)
 {
@@ -869,8 +914,10 @@ boot_job(void *arg)
 
 	free(j);
 	rc = boot_one(m, s, err, sizeof(err));
-	if (rc == 0)
+	if (rc == 0) {
+		park_warm(m, s);
 		s->ref = sbx_save(s->h);
+	}
 	pthread_mutex_lock(&m->mu);
 	p->booting--;
 	m->nboot--;
@@ -1254,6 +1301,9 @@ adopt_one(struct restore *r, const char *id, const json_t *e)
 		s->ready = true;
 		p->claimed++;
 	} else {
+		/* Adopted running (sbx_adopt() unparks): parked again before
+		 * it is lendable, so a claim finds every warm one alike. */
+		park_warm(m, s);
 		pthread_mutex_lock(&m->mu);
 		if (p->draining) {
 			pthread_mutex_unlock(&m->mu);
@@ -1850,6 +1900,10 @@ pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_f
 			rc = rc == -ENOSPC ? -ENOSPC : -EIO;
 			goto abort;
 		}
+	} else if ((rc = unpark_claimed(m, s, err, errsz)) < 0) {
+		mlog(m, POOL_LOG_ERR, "claim from pool %s: %s; ending it", p->name, err);
+		rc = -EIO;
+		goto abort;
 	}
 	layer = m->host.layer_new(m->host.arg, c, cp, t, err, errsz);
 	if (!layer) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -1258,4 +1259,58 @@ sbx_agent_op_sync(struct sbx_agent_conn *c, const json_t *req, int timeout_ms,
 	else
 		json_decref(s.json);
 	return s.rc;
+}
+
+/* RFC 4648 base64 of n bytes into out (room for 4 * ((n + 2) / 3) + 1). */
+size_t
+sbx_b64_encode(const void *in, size_t n, char *out)
+{
+	static const char tab[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = in;
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16;
+		size_t k = n - i < 3 ? n - i : 3;
+
+		if (k > 1)
+			v |= (uint32_t)p[i + 1] << 8;
+		if (k > 2)
+			v |= p[i + 2];
+		out[o++] = tab[(v >> 18) & 63];
+		out[o++] = tab[(v >> 12) & 63];
+		out[o++] = k > 1 ? tab[(v >> 6) & 63] : '=';
+		out[o++] = k > 2 ? tab[v & 63] : '=';
+	}
+	out[o] = '\0';
+	return o;
+}
+
+int
+sbx_agent_refresh_sync(struct sbx_agent_conn *c, int timeout_ms, char *err, size_t errsz)
+{
+	unsigned char seed[SBX_AGENT_REFRESH_ENTROPY];
+	char b64[4 * ((sizeof(seed) + 2) / 3) + 1];
+	struct timespec now;
+	json_t *req;
+	int rc;
+
+	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed)) {
+		snprintf(err, errsz, "getrandom: %s", strerror(errno));
+		return -errno;
+	}
+	sbx_b64_encode(seed, sizeof(seed), b64);
+	explicit_bzero(seed, sizeof(seed));
+	clock_gettime(CLOCK_REALTIME, &now);
+	req = json_pack("{s:s, s:I, s:s}", AGENT_F_OP, "configure", "time_ns",
+			(json_int_t)now.tv_sec * 1000000000 + now.tv_nsec, "entropy", b64);
+	explicit_bzero(b64, sizeof(b64));
+	if (!req) {
+		snprintf(err, errsz, "out of memory");
+		return -ENOMEM;
+	}
+	rc = sbx_agent_op_sync(c, req, timeout_ms, NULL, err, errsz);
+	json_decref(req);
+	return rc;
 }

@@ -116,4 +116,15 @@ int sbx_agent_op_sync(struct sbx_agent_conn *c, const struct json_t *req,
 		      int timeout_ms, struct json_t **result, char *err,
 		      size_t errsz);
 
+/* After a sandbox was parked (sbx_unpark()): tells the agent the time and
+ * gives it fresh entropy ("configure" with "time_ns" and "entropy"), so
+ * that its clock is right and no two resumed clones share a random
+ * stream. 0 or -errno as above. */
+#define SBX_AGENT_REFRESH_ENTROPY 64
+int sbx_agent_refresh_sync(struct sbx_agent_conn *c, int timeout_ms, char *err, size_t errsz);
+
+/* RFC 4648 base64 (with padding) of n bytes into out, which has room for
+ * 4 * ((n + 2) / 3) + 1 bytes; returns the length. Pure. */
+size_t sbx_b64_encode(const void *in, size_t n, char *out);
+
 #endif

@@ -472,6 +472,28 @@ test_hello_on_stream0(void **state)
 	assert_int_equal(sbx_agent_stats(f->c)->unknown_stream, 1);
 }
 
+/* RFC 4648 section 10's vectors, and a 64-byte seed's length. */
+static void
+test_b64_vectors(void **state)
+{
+	static const char *const v[][2] = {
+		{ "", "" },	    { "f", "Zg==" },	     { "fo", "Zm8=" },
+		{ "foo", "Zm9v" }, { "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" },
+		{ "foobar", "Zm9vYmFy" },
+	};
+	unsigned char seed[SBX_AGENT_REFRESH_ENTROPY];
+	char out[4 * ((sizeof(seed) + 2) / 3) + 1];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		assert_int_equal(sbx_b64_encode(v[i][0], strlen(v[i][0]), out), strlen(v[i][1]));
+		assert_string_equal(out, v[i][1]);
+	}
+	memset(seed, 0xff, sizeof(seed));
+	assert_int_equal(sbx_b64_encode(seed, sizeof(seed), out), 88);
+	assert_string_equal(out + 84, "/w==");
+}
+
 int
 main(void)
 {
@@ -488,6 +510,7 @@ main(void)
 		T(test_input_before_request_keeps_order),
 		T(test_hello_on_stream0),
 #undef T
+		cmocka_unit_test(test_b64_vectors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
