@@ -1,0 +1,182 @@
+#!/bin/bash
+# One list of exec, file and network cases, run against a pool of the
+# backend named by $1 (ns or vm): the same checks for namespaces and for
+# QEMU microVMs (TCG where KVM cannot boot a guest).
+#
+# The real sluiced runs in the gw namespace of net.sh with one pool of the
+# backend (host template, one lane with a forward door); an operator on
+# the API's unix socket claims, runs commands, moves files and fetches
+# from net.sh's origin through the door. Then the daemon is stopped and
+# started again: the claimed sandbox must be re-adopted and keep its
+# files, and the warm ones must come back. Everything ends with the test.
+# shellcheck disable=SC2016 # the checks' single-quoted expressions are eval'd later
+. "$(dirname "$0")/lib.sh"
+BACKEND=${1:?usage: backend.sh ns|vm}
+. "$(dirname "$0")/net.sh"
+
+SOCK=$E2E_TMP/api.sock
+LOG=$E2E_TMP/sluiced.log
+: >"$LOG"
+# shellcheck source=tests/e2e/api_lib.sh
+. "$(dirname "$0")/api_lib.sh"
+e2e_cleanup_extra() { end_left_sandboxes "$LOG"; }
+
+if [ "$BACKEND" = vm ] && [ ! -f "$SL_BUILD/vm/vmlinux" ]; then
+	fail "the guest images are built ($SL_BUILD/vm/vmlinux): ./build.sh build makes them"
+	finish
+fi
+
+cat > "$E2E_TMP/sluice.yaml" <<YAML
+daemon:
+  data_dir: $E2E_TMP/data
+  fleet_netns: $FLEET
+  fleet_teardown: false
+  control_socket: off
+  log: { level: info, format: text }
+api: { listen: off, socket: $SOCK }
+gateway:
+  workers: 2
+  listen: { forward: off, socks: off }
+  clients: []
+  dns: { servers: [10.99.0.53], timeout_ms: 500, attempts: 1 }
+  limits: { connect_timeout_ms: 1000 }
+  access_log: stderr
+lanes:
+  - name: egress
+    subnet: 10.88.1.0/24
+    doors: { forward: 3128 }
+policies:
+  - name: web
+    allow: ["origin.test"]
+    allow_private: [10.99.0.0/24]
+pools:
+  - name: p
+    backend: $BACKEND
+    template: host
+    lane: egress
+    policy: web
+    warm: 1
+    warm_max: 2
+    limits: { memory_mb: 256, cpus: 1 }
+    ttl: { default_seconds: 600, max_seconds: 3600 }
+certs: { ca_cert: $E2E_TMP/ca.pem, ca_key: $E2E_TMP/ca.key }
+YAML
+
+PID=
+start_daemon() {
+	nsenter --net="/run/netns/$gw" "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>>"$LOG" &
+	PID=$!
+	track "$PID"
+	wait_for "$LOG" "sluiced [0-9.]+ started" 60 || return 1
+	for _ in $(seq 100); do [ -S "$SOCK" ] && return 0; sleep 0.1; done
+	return 1
+}
+# x ID JSON: POST /v1/sandboxes/ID/exec.
+x() { op POST "/v1/sandboxes/$1/exec" "${JS[@]}" "$2"; }
+out_is() { is 'd["stdout"]' "$1"; }
+
+if ! start_daemon; then
+	fail "the daemon starts with a $BACKEND pool"
+	dump_log
+	finish
+fi
+pass "the daemon starts with a $BACKEND pool"
+# A vm pool's first sandbox boots the template and snapshots it: minutes
+# are allowed under TCG on a loaded machine.
+check "the pool fills (warm 1)" wait_warm p 1 240
+
+# --- claims -------------------------------------------------------------------
+claim unix "" '{"pool":"p","env":{"FOO":"bar"}}'
+A=$ID A_ADDR=$ADDR
+check "a warm claim: 201, tier warm" eval 'status 201 && is "d[\"tier\"]" warm'
+claim unix "" '{"pool":"p"}'
+B2=$ID
+check "a second claim: 201" status 201
+
+# --- exec -----------------------------------------------------------------------
+x "$A" '{"argv":["sh","-c","echo out; echo err >&2; exit 3"]}'
+check "exec: stdout, stderr and the exit code" \
+	eval 'status 200 && out_is out && is "d[\"stderr\"]" err && is "d[\"exit_code\"]" 3'
+x "$A" '{"argv":["sh","-c","echo $FOO $BAR $http_proxy"],"env":{"BAR":"baz"}}'
+check "exec: the claim's env, the exec's env and the proxy variables" \
+	out_is "bar baz http://10.88.1.1:3128"
+x "$A" '{"argv":["sh","-c","pwd; cat"],"cwd":"/tmp","stdin":"fed in"}'
+check "exec: cwd and stdin" is 'd["stdout"] == "/tmp\nfed in"' true
+x "$A" '{"argv":["sleep","30"],"timeout_seconds":1}'
+check "exec: a timeout ends the command" eval 'status 200 && is "d[\"timed_out\"]" true'
+x "$A" '{"argv":["sh","-c","kill -9 $$"]}'
+check "exec: killed by a signal -> signal 9" is 'd["signal"]' 9
+x "$A" '{"argv":["hostname"]}'
+check "the hostname is the sandbox's id" out_is "$A"
+x "$A" '{"argv":["sh","-c","echo $(( $(date +%s) / 60 ))"]}'
+check "the guest's clock is the host's (to the minute)" \
+	eval 'g=$(j "d[\"stdout\"].strip()"); h=$(( $(date +%s) / 60 )); [ "$g" -ge $((h - 1)) ] && [ "$g" -le $((h + 1)) ]'
+x "$A" '{"argv":["sh","-c","head -c 32 /dev/urandom | od -An -tx1 | tr -d \" \\n\""]}'
+RA=$(j 'd["stdout"]')
+x "$B2" '{"argv":["sh","-c","head -c 32 /dev/urandom | od -An -tx1 | tr -d \" \\n\""]}'
+RB=$(j 'd["stdout"]')
+check "two sandboxes draw different random bytes" eval '[ ${#RA} = 64 ] && [ "$RA" != "$RB" ]'
+x "$A" '{"argv":["sh","-c","echo x > /usr/sluice-test"]}'
+check "the template is read-only or private: a write to /usr stays in this sandbox" \
+	eval 'x "$B2" "{\"argv\":[\"test\",\"!\",\"-e\",\"/usr/sluice-test\"]}"; is "d[\"exit_code\"]" 0'
+
+# --- files ----------------------------------------------------------------------
+head -c 3M /dev/urandom >"$E2E_TMP/three"
+SUM3=$(sha256sum <"$E2E_TMP/three" | cut -d' ' -f1)
+op PUT "/v1/sandboxes/$A/files?path=/tmp/three&mode=0640" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$E2E_TMP/three"
+check "files: PUT 3 MiB -> 201" eval 'status 201 && is "d[\"bytes\"]" 3145728'
+op GET "/v1/sandboxes/$A/files?path=/tmp/three"
+check "files: GET it back, same sha256" \
+	eval 'status 200 && [ "$(sha256sum <"$BODY" | cut -d" " -f1)" = "$SUM3" ]'
+x "$A" '{"argv":["sh","-c","stat -c \"%s %a\" /tmp/three; sha256sum /tmp/three | cut -d\" \" -f1"]}'
+check "files: the guest sees its size, mode and contents" out_is "3145728 640
+$SUM3"
+op GET "/v1/sandboxes/$A/files?path=/tmp"
+check "files: a directory lists" \
+	is '[e["size"] for e in d["entries"] if e["name"] == "three"]' "[3145728]"
+op GET "/v1/sandboxes/$A/files?path=/tmp/nothing-here"
+check "files: a missing path -> 404" status 404
+op GET "/v1/sandboxes/$B2/files?path=/tmp/three"
+check "files: another sandbox does not have it" status 404
+
+# --- network ----------------------------------------------------------------------
+x "$A" '{"argv":["curl","-sS","-m","20","http://origin.test/"],"timeout_seconds":30}'
+check "network: curl through the forward door reaches the origin" out_is "hello from origin"
+x "$A" '{"argv":["curl","-sS","-m","20","-o","/dev/null","-w","%{http_code}","http://other.test/"],"timeout_seconds":30}'
+check "network: a name outside the policy -> 403 from the door" out_is 403
+x "$A" '{"argv":["curl","-sS","-m","5","--noproxy","*","http://10.99.0.10/"],"timeout_seconds":30}'
+check "network: a direct connection around the door fails" \
+	eval 'is "d[\"exit_code\"] != 0" true && is "d[\"stdout\"]" ""'
+x "$A" '{"argv":["sh","-c","ip -4 -o addr show | grep -v \" lo \" | grep -o \"inet [0-9./]*\""]}'
+has_addr() { [[ $(j 'd["stdout"]') == *"inet $1/"* ]] || { echo "    got: $B" >&2; return 1; }; }
+check "network: the sandbox has its own address ($A_ADDR)" has_addr "$A_ADDR"
+
+# --- a restart: sandboxes outlive the daemon and are adopted again ---------------
+kill -TERM "$PID"
+wait "$PID" 2>/dev/null || true
+if ! start_daemon; then
+	fail "the daemon starts again"
+	dump_log
+	finish
+fi
+check "the claim is adopted again" eval 'op GET "/v1/sandboxes/$A"; status 200 && is "d[\"state\"]" claimed'
+x "$A" '{"argv":["sha256sum","/tmp/three"]}'
+check "its files are still there" eval 'is "d[\"stdout\"].split()[0]" "$SUM3"'
+x "$A" '{"argv":["curl","-sS","-m","20","http://origin.test/"],"timeout_seconds":30}'
+check "its network still works" out_is "hello from origin"
+check "the pool is warm again" wait_warm p 1 120
+claim unix "" '{"pool":"p"}'
+C=$ID
+check "a claim after the restart: 201" status 201
+x "$C" '{"argv":["hostname"]}'
+check "it runs commands" out_is "$C"
+
+# --- release ------------------------------------------------------------------------
+for id in "$A" "$B2" "$C"; do
+	op DELETE "/v1/sandboxes/$id"
+	check "release $id" is 'd["result"]' released
+	check "its cgroups are gone" test -z "$(cg_dirs "$id")"
+done
+check "its link is gone" eval '! ip -n "$FLEET" -o link show | grep -q "$(printf "slv%02x%02x%02x%02x" ${A_ADDR//./ })"'
+finish
