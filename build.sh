@@ -10,7 +10,8 @@ PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev
   libssl-dev libnghttp2-dev libc-ares-dev libnftnl-dev libmnl-dev libyaml-dev
   libcmocka-dev libjansson-dev"
 PKGS_TEST="curl wget git python3 iproute2 procps nftables nginx-light openssl util-linux
-  dnsmasq-base nghttp2-client busybox-static netcat-openbsd openssh-client"
+  dnsmasq-base nghttp2-client busybox-static netcat-openbsd openssh-client
+  qemu-system-x86 erofs-utils cpio kmod xz-utils zstd lz4"
 # Only ./build.sh bench installs these: the proxies sluice is compared with.
 PKGS_BENCH="wrk tinyproxy squid microsocks dante-server"
 
@@ -52,6 +53,35 @@ configure() {
 cmd_build() {
 	configure build
 	cmake --build build -j "$JOBS"
+	vm_images
+}
+
+# vm_inputs: what build/vm/ is made from, one line each (name, size, mtime):
+# the agent, busybox, mkimage.sh itself and apt's package lists (a new kernel
+# may have been published).
+vm_inputs() {
+	stat -c '%n %s %Y' build/agent/sluice-agent /bin/busybox \
+		sandbox/vm/mkimage.sh /var/lib/apt/lists 2>&1 || true
+}
+
+# vm_images: the vm backend's guest kernel and initramfs into build/vm/,
+# redone only when vm_inputs changed. Needs root (mknod, apt); without it
+# the images are skipped with a note.
+vm_images() {
+	local stamp=build/vm/.stamp
+	if [ -f "$stamp" ] && [ -f build/vm/release ] &&
+		[ "$(vm_inputs)" = "$(cat "$stamp")" ]; then
+		return 0
+	fi
+	if [ "$(id -u)" != 0 ]; then
+		say "skipping vm images (build/vm/): run ./build.sh build as root to make them"
+		return 0
+	fi
+	say "vm images"
+	rm -f "$stamp"
+	sandbox/vm/mkimage.sh build/vm build/agent/sluice-agent
+	# After the run: mkimage.sh may have refreshed apt's lists itself.
+	vm_inputs >"$stamp"
 }
 
 cmd_build_asan() {
@@ -115,7 +145,8 @@ cmd_help() {
 	cat <<'HELP'
 usage: ./build.sh COMMAND
   deps   install every build and test dependency (Debian packages)
-  build  build into build/ (CMake, -Wall -Wextra -Werror)
+  build  build into build/ (CMake, -Wall -Wextra -Werror) and the vm guest
+         images into build/vm/ (sandbox/vm/mkimage.sh, as root)
   test   deps, build, unit tests, unit tests under ASan+UBSan, end-to-end tests
   run    deps, build, run sluiced in the foreground on conf/sluice.yaml
   bench  deps (with wrk, tinyproxy, squid), build, run every bench/*.sh
