@@ -53,6 +53,41 @@ struct agent_stream {
 	unsigned mode;
 };
 
+/* What a "configure" request asked for, validated (agent_config_check):
+ * each part only where its has_ flag is set. Owns env and cwd. */
+struct agent_config {
+	bool has_time, has_entropy, has_hostname, has_net, has_env, has_cwd;
+	int64_t time_ns;
+	uint8_t entropy[AGENT_ENTROPY_MAX];
+	size_t entropy_len;
+	char hostname[AGENT_HOSTNAME_MAX + 1];
+	/* net: ifname "" = the first non-loopback link */
+	char ifname[16];
+	bool has_address, has_gateway;
+	uint32_t address, gateway;      /* host byte order */
+	int prefix;                     /* 0..32 with has_address */
+	int mtu;                        /* 0: leave it */
+	char **env;                     /* "NAME=value", NULL-terminated */
+	char *cwd;
+};
+
+/* The defaults of later execs that "configure" sets. They outlive one
+ * host connection: main owns one set for the whole process. */
+struct agent_defaults {
+	char **env;     /* NULL: derived from the agent's own environment */
+	char *cwd;      /* NULL: "/" */
+};
+
+/* The kernel command line's sluice.* parameters (agent_cmdline_parse). */
+#define AGENT_CMDLINE_ROOT_MAX 255
+#define AGENT_CMDLINE_PORT_MAX 63
+#define AGENT_PORT_DEFAULT "sluice.agent"
+struct agent_cmdline {
+	char root[AGENT_CMDLINE_ROOT_MAX + 1];  /* sluice.root=, "" = none */
+	char port[AGENT_CMDLINE_PORT_MAX + 1];  /* sluice.port= */
+	char hostname[AGENT_HOSTNAME_MAX + 1];  /* sluice.hostname=, "" */
+};
+
 struct agent {
 	int fd;                 /* the host stream, non-blocking */
 	int sigfd;              /* SIGCHLD, SIGTERM */
@@ -70,6 +105,9 @@ struct agent {
 
 	struct agent_stream streams[AGENT_MAX_STREAMS];
 	char *const *base_env;        /* the variables commands inherit */
+	struct agent_defaults *defaults; /* borrowed; own_defaults unless the
+					    caller points it elsewhere */
+	struct agent_defaults own_defaults;
 	int64_t started_ms;
 
 	uint64_t frames_bad, frames_unknown_stream, reaped, refused;

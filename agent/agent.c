@@ -217,7 +217,11 @@ child(int in, int out, int errp, int errfd, const char *cwd, char **argv,
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* as a VM's init the agent ignores these; its commands must not */
 	signal(SIGPIPE, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
 	setsid();
 	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errp, 2) < 0)
 		goto fail;
@@ -326,8 +330,11 @@ op_exec(struct agent *a, uint32_t id, const json_t *req)
 	if (jwin)
 		window = json_integer_value(jwin);
 	want_stdin = json_is_true(jstdin);
-	if (agent_env_build(a->base_env, set, nset, &env, err, sizeof(err)) <
-	    0) {
+	if ((a->defaults->env
+		     ? agent_env_build_over(a->defaults->env, set, nset, &env,
+					    err, sizeof(err))
+		     : agent_env_build(a->base_env, set, nset, &env, err,
+				       sizeof(err))) < 0) {
 		agent_send_error(a, id, AGENT_E_BAD_REQUEST, 0, "exec: %s",
 				 err);
 		goto out;
@@ -363,7 +370,9 @@ op_exec(struct agent *a, uint32_t id, const json_t *req)
 	}
 	if (pid == 0)
 		child(in[0], out[1], errp[1], ep[1],
-		      jcwd ? json_string_value(jcwd) : "/", (char **)(uintptr_t)argv, env);
+		      jcwd ? json_string_value(jcwd)
+			   : a->defaults->cwd ? a->defaults->cwd : "/",
+		      (char **)(uintptr_t)argv, env);
 	close_fd(&ep[1]);
 	close_fd(&in[0]);
 	close_fd(&out[1]);
@@ -585,6 +594,7 @@ on_request(struct agent *a, const struct agent_frame *f)
 		{ AGENT_OP_STAT, agent_op_stat },
 		{ AGENT_OP_MKDIR, agent_op_mkdir },
 		{ AGENT_OP_REMOVE, agent_op_remove },
+		{ AGENT_OP_CONFIGURE, agent_op_configure },
 	};
 	struct agent_stream *s;
 	char err[256];
@@ -632,11 +642,11 @@ on_hello(struct agent *a, const struct agent_frame *f, const char *type)
 	}
 	json_decref(j);
 	if (f->type == AGENT_FT_HELLO)
-		j = json_pack("{s:i, s:[s,s,s,s,s,s,s,s,s,s], s:i, s:i, s:i}",
+		j = json_pack("{s:i, s:[s,s,s,s,s,s,s,s,s,s,s], s:i, s:i, s:i}",
 			      AGENT_F_VERSION, AGENT_PROTO_VERSION,
 			      AGENT_F_CAPS, "exec", "stdin", "kill", "read",
 			      "write", "list", "stat", "mkdir", "remove",
-			      "window", AGENT_F_MAX_DATA,
+			      "window", AGENT_OP_CONFIGURE, AGENT_F_MAX_DATA,
 			      (json_int_t)AGENT_DATA_MAX, AGENT_F_MAX_CTRL,
 			      (json_int_t)AGENT_CTRL_MAX, AGENT_F_PID,
 			      (json_int_t)getpid());
@@ -797,6 +807,7 @@ agent_init(struct agent *a, int fd, char *const *agent_env, char *err,
 	}
 	agent_dec_init(&a->dec, a->dec_buf, AGENT_PAYLOAD_MAX);
 	a->base_env = agent_env;
+	a->defaults = &a->own_defaults;
 	a->started_ms = now_ms();
 	return 0;
 }
@@ -814,6 +825,7 @@ agent_fini(struct agent *a)
 	free(a->rbuf);
 	free(a->out);
 	a->dec_buf = a->rbuf = a->out = NULL;
+	agent_defaults_fini(&a->own_defaults);
 }
 
 /* Timers, finished streams, file reads. Returns the poll timeout. */
@@ -971,6 +983,12 @@ agent_run(struct agent *a)
 		}
 		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))
 			host_read(a);
+		/* A hung-up host with our queue full: host_read reads
+		 * nothing then, and a virtio port refuses writes while its
+		 * host is away, so without this the loop would spin. */
+		if ((pfd[0].revents & (POLLHUP | POLLERR)) &&
+		    a->out_len >= AGENT_OUT_HARD)
+			a->eof = true;
 	}
 	/* the host is gone: so are the commands it started */
 	for (int i = 0; i < AGENT_MAX_STREAMS; i++)

@@ -26,6 +26,45 @@ int agent_env_build(char *const *agent_env, const char *const *set,
 		    size_t nset, char ***out, char *err, size_t errsz);
 void agent_env_free(char **env);
 
+/* Like agent_env_build, but the base is taken whole ("configure" set it,
+ * already checked), not filtered to the inherited names. */
+int agent_env_build_over(char *const *base, const char *const *set,
+			 size_t nset, char ***out, char *err, size_t errsz);
+
+/* ---- config.c --------------------------------------------------------- */
+
+/* Checks a "configure" request (req borrowed) without doing anything: the
+ * types, ranges and syntax of every field, unknown fields refused. Pure.
+ * Returns 0 with *out filled (release it with agent_config_fini), or
+ * -EINVAL with *field set to the bad field's name ("net.address"; static,
+ * or borrowed from req for an unknown field) and a line in err naming it;
+ * -ENOMEM. */
+int agent_config_check(const struct json_t *req, struct agent_config *out,
+		       const char **field, char *err, size_t errsz);
+void agent_config_fini(struct agent_config *c);
+
+/* Applies c in order: time, entropy, hostname, net, env, cwd (the last
+ * two into *d, which takes c's env and cwd). Stops at the first failure:
+ * returns a negative errno with *step naming it ("time", "entropy",
+ * "hostname", "net", ...) and a line in err; the steps before it stay
+ * applied. */
+int agent_config_apply(struct agent_config *c, struct agent_defaults *d,
+		       const char **step, char *err, size_t errsz);
+void agent_defaults_fini(struct agent_defaults *d);
+
+/* The op: check, then apply, answer RESULT {} or ERROR. */
+void agent_op_configure(struct agent *a, uint32_t id,
+			const struct json_t *req);
+
+/* Pure helpers, exported for init.c and the tests. */
+/* 1..AGENT_HOSTNAME_MAX bytes of [A-Za-z0-9.-]. */
+bool agent_hostname_ok(const char *s, size_t len);
+/* A dotted quad, each part 0..255 without leading zeros. */
+bool agent_ipv4_parse(const char *s, size_t len, uint32_t *out);
+/* Strict RFC 4648 base64 (padding required, no whitespace) into
+ * out[0..cap). Returns the byte count, or -1 on bad input or overflow. */
+long agent_b64_decode(const char *s, size_t len, uint8_t *out, size_t cap);
+
 /* ---- agent.c ---------------------------------------------------------- */
 
 /* Prepares a for the host stream `fd` (made non-blocking; a owns it).
@@ -60,6 +99,32 @@ struct agent_stream *agent_stream_new(struct agent *a, uint32_t id,
 				      enum agent_stream_kind kind);
 /* Closes the stream's fds, removes a write's temporary file, frees it. */
 void agent_stream_free(struct agent *a, struct agent_stream *s);
+
+/* ---- init.c ---------------------------------------------------------- */
+
+/* Parses a kernel command line (the bytes of /proc/cmdline, at most a few
+ * KiB, read whole) for sluice.root=, sluice.port= and sluice.hostname=,
+ * split into words as the kernel does (spaces outside double quotes).
+ * Other words are ignored; a repeated key's last value wins. Pure.
+ * Returns 0 with *out filled (port defaults to AGENT_PORT_DEFAULT), or
+ * -EINVAL with a line in err for the first bad sluice.* word (no '=',
+ * empty, too long, quoted, bad characters, root not an absolute path):
+ * *out still holds every good value and the default for the bad one. */
+int agent_cmdline_parse(const char *buf, size_t len, struct agent_cmdline *out,
+			char *err, size_t errsz);
+
+/* Finds the virtio-serial port called name: the entry E of sysdir
+ * ("/sys/class/virtio-ports") whose E/name holds it. Writes "/dev/E" to
+ * path. Returns 0, -ENOENT (not there yet) or -ENAMETOOLONG. */
+int agent_vport_find(const char *sysdir, const char *name, char *path,
+		     size_t cap);
+
+/* The duties of a VM's init, run once when the agent is PID 1 without
+ * arguments: mounts, kernel modules, the overlay root and switch-root,
+ * hostname, lo up (see docs/sandboxes.md). Failures are logged to stderr
+ * (the console) and skipped. Then waits (forever if need be) for the
+ * virtio port named on the command line and writes its path to port. */
+void agent_vm_init(char *port, size_t cap);
 
 /* ---- listen.c --------------------------------------------------------- */
 

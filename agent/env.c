@@ -67,9 +67,10 @@ agent_env_free(char **env)
 	free(env);
 }
 
-int
-agent_env_build(char *const *agent_env, const char *const *set, size_t nset,
-		char ***out, char *err, size_t errsz)
+/* filter: keep only the inherited names of base. */
+static int
+build(char *const *agent_env, bool filter, const char *const *set,
+      size_t nset, char ***out, char *err, size_t errsz)
 {
 	size_t cap = nset + sizeof(inherited) / sizeof(inherited[0]) +
 		     sizeof(defaults) / sizeof(defaults[0]) + 1;
@@ -88,6 +89,9 @@ agent_env_build(char *const *agent_env, const char *const *set, size_t nset,
 			return -EINVAL;
 		}
 	}
+	if (!filter)
+		for (char *const *p = agent_env; p && *p; p++)
+			cap++;
 	env = calloc(cap, sizeof(*env));
 	if (env == NULL)
 		return -ENOMEM;
@@ -96,7 +100,7 @@ agent_env_build(char *const *agent_env, const char *const *set, size_t nset,
 			goto out;
 	for (char *const *p = agent_env; p && *p; p++) {
 		if (strchr(*p, '=') == NULL ||
-		    !agent_env_inherited(*p, name_len(*p)))
+		    (filter && !agent_env_inherited(*p, name_len(*p))))
 			continue;
 		if ((rc = env_put(env, &n, *p)) < 0)
 			goto out;
@@ -111,4 +115,18 @@ out:
 	agent_env_free(env);
 	snprintf(err, errsz, "out of memory");
 	return rc;
+}
+
+int
+agent_env_build(char *const *agent_env, const char *const *set, size_t nset,
+		char ***out, char *err, size_t errsz)
+{
+	return build(agent_env, true, set, nset, out, err, errsz);
+}
+
+int
+agent_env_build_over(char *const *base, const char *const *set, size_t nset,
+		     char ***out, char *err, size_t errsz)
+{
+	return build(base, false, set, nset, out, err, errsz);
 }

@@ -11,13 +11,21 @@
  *                              peers outside our pid namespace are
  *                              accepted (see listen.c)
  *   sluice-agent --port PATH   open PATH (/dev/hvc0, /dev/vport0p1, ...)
- *                              and serve it; when the host goes away, open
- *                              it again: PID 1 of a VM must never exit
+ *                              and serve it; when the host goes away, wait
+ *                              for the next one on it (a virtio port
+ *                              reports POLLHUP while no host is connected:
+ *                              checked every PORT_WAIT_MS, never spun on);
+ *                              a tty or a failed port is opened again
+ *   sluice-agent               as PID 1 only: a VM's /init (init.c), then
+ *                              --port on the virtio port named by the
+ *                              kernel command line's sluice.port=, forever
  *
  * As PID 1 (or as a child subreaper otherwise) it reaps every orphan. It
  * never resolves users or hosts, so the static binary needs no NSS.
  * SIGTERM ends it promptly in every mode (its commands are killed); as
- * PID 1 of a pid namespace only a SIGTERM from outside counts.
+ * PID 1 of a pid namespace only a SIGTERM from outside counts; as a VM's
+ * init SIGTERM, SIGINT and SIGHUP are ignored (the host ends the VM
+ * through QEMU), and nothing makes it exit.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +43,10 @@
 
 #include "agent.h"
 
+#define PORT_WAIT_MS 50         /* between checks for a host on a port;
+				   a virtio port's SIGIO (host connected)
+				   cuts the wait short */
+
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0"
 #endif
@@ -43,6 +55,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: sluice-agent --fd N [--listen PATH] | --port PATH\n"
+		   "       (as PID 1 without arguments: a VM's /init)\n"
 		   "Serves the sluice agent protocol (agent/proto.h) on an "
 		   "inherited fd or a serial port.\n"
 		   "With --listen, a host that went away reconnects on the unix "
@@ -113,13 +126,163 @@ open_port(const char *path)
 	return fd;
 }
 
+/* Waits on the port fd for a host. Returns 1 when one is connected (no
+ * POLLHUP), 0 when an accepted SIGTERM ended the wait, -1 when the port
+ * failed (open it again). Reaps orphans meanwhile. */
+static int
+wait_port_host(int fd, int sigfd)
+{
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		struct pollfd ps = { sigfd, POLLIN, 0 };
+		struct signalfd_siginfo si;
+		bool term = false;
+
+		if (poll(&p, 1, 0) < 0 && errno != EINTR)
+			return -1;
+		if (p.revents & (POLLERR | POLLNVAL))
+			return -1;
+		if (!(p.revents & POLLHUP)) {
+			/* no SIGIO for every byte of the session */
+			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_ASYNC);
+			return 1;
+		}
+		/* virtio_console sends SIGIO when the host connects or goes;
+		 * it waits in sigfd (blocked), so one raised between the
+		 * check above and the wait below is not lost */
+		if (!(fcntl(fd, F_GETFL) & O_ASYNC)) {
+			fcntl(fd, F_SETOWN, getpid());
+			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC);
+		}
+		/* no host: a virtio port says POLLHUP at once, so sleep
+		 * (on the signals) instead of polling it again */
+		if (sigfd < 0) {
+			usleep(PORT_WAIT_MS * 1000);
+			continue;
+		}
+		if (poll(&ps, 1, PORT_WAIT_MS) < 0 && errno != EINTR)
+			usleep(PORT_WAIT_MS * 1000);
+		while (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			if (si.ssi_signo == SIGTERM &&
+			    agent_term_ok(si.ssi_pid, getpid() == 1))
+				term = true;
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (term)
+			return 0;
+	}
+}
+
+/* Serves the port at path, host after host. forever (a VM's init): never
+ * returns. Otherwise returns the exit status: 0 after a SIGTERM, 1 when
+ * the port cannot be opened (as PID 1 of a namespace it keeps trying). */
+static int
+serve_port(const char *path, bool forever, struct agent_defaults *defs)
+{
+	sigset_t set;
+	int fd = -1, sigfd;
+	bool said = false;
+	char err[256];
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGIO);
+	{
+		sigset_t io;
+
+		sigemptyset(&io);
+		sigaddset(&io, SIGIO);
+		sigprocmask(SIG_BLOCK, &io, NULL);
+	}
+	sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	for (;;) {
+		struct agent a;
+		bool term, dead;
+		int rc, sfd;
+
+		if (fd < 0) {
+			fd = open_port(path);
+			if (fd < 0) {
+				if (!said)
+					fprintf(stderr, "sluice-agent: %s: %s\n",
+						path, strerror(errno));
+				said = true;
+				if (!forever && getpid() != 1)
+					return 1;
+				sleep(1);
+				continue;
+			}
+			said = false;
+		}
+		rc = wait_port_host(fd, sigfd);
+		if (rc == 0 && !forever)
+			return 0;
+		if (rc == 0)
+			continue;
+		if (rc < 0) {
+			close(fd);
+			fd = -1;
+			usleep(PORT_WAIT_MS * 1000);
+			continue;
+		}
+		/* the session gets its own fd: agent_fini closes it, the
+		 * port stays open (closing it would drop bytes a new host
+		 * already sent) */
+		sfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		if (sfd < 0 || agent_init(&a, sfd, environ, err, sizeof(err)) < 0) {
+			fprintf(stderr, "sluice-agent: %s\n",
+				sfd < 0 ? strerror(errno) : err);
+			if (sfd >= 0)
+				close(sfd);
+			if (!forever)
+				return 1;
+			sleep(1);
+			continue;
+		}
+		a.defaults = defs;
+		agent_run(&a);
+		term = a.term;
+		dead = a.dead;
+		agent_fini(&a);
+		/* children were killed; collect them */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (term && !forever)
+			return 0;
+		if (dead || isatty(fd)) {
+			/* a hung-up tty stays hung up; an I/O error may too */
+			close(fd);
+			fd = -1;
+			usleep(PORT_WAIT_MS * 1000);
+		}
+	}
+}
+
 int
 main(int argc, char **argv)
 {
+	static struct agent_defaults defs; /* "configure": for every host */
 	const char *port = NULL, *listen_path = NULL;
 	int fd = -1, lfd = -1;
 	sigset_t set;
 	char err[256];
+
+	if (argc == 1 && getpid() == 1) {
+		char vport[300];
+
+		/* a VM's /init: nothing may end us, nothing makes us exit */
+		signal(SIGPIPE, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGINT, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		sigemptyset(&set);
+		sigaddset(&set, SIGCHLD);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		agent_vm_init(vport, sizeof(vport));
+		for (;;)
+			serve_port(vport, true, &defs);
+	}
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--fd") == 0 && i + 1 < argc) {
@@ -166,6 +329,8 @@ main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	if (getpid() != 1)
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (port)
+		return serve_port(port, false, &defs);
 	if (listen_path) {
 		/* Made before the first host is served, so that once it has
 		 * our hello the socket exists. */
@@ -189,22 +354,12 @@ main(int argc, char **argv)
 			}
 		}
 
-		if (port) {
-			fd = open_port(port);
-			if (fd < 0) {
-				fprintf(stderr, "sluice-agent: %s: %s\n", port,
-					strerror(errno));
-				if (getpid() != 1)
-					return 1;
-				sleep(1);
-				continue;
-			}
-		}
 		if (agent_init(&a, fd, environ, err, sizeof(err)) < 0) {
 			fprintf(stderr, "sluice-agent: %s\n", err);
 			return 1;
 		}
 		a.listen_fd = lfd;
+		a.defaults = &defs;
 		rc = agent_run(&a);
 		next = a.next_fd;
 		a.next_fd = -1;
@@ -226,8 +381,6 @@ main(int argc, char **argv)
 			fd = next;
 			continue;
 		}
-		if (port == NULL)
-			return rc < 0 ? 1 : 0;
-		usleep(100 * 1000);
+		return rc < 0 ? 1 : 0;
 	}
 }

@@ -108,6 +108,19 @@ enum agent_frame_type {
 #define AGENT_F_ERRNO "errno"           /* error: the errno, if any */
 #define AGENT_F_UPTIME_MS "uptime_ms"   /* pong */
 #define AGENT_F_STREAMS "streams"       /* pong: open streams */
+#define AGENT_F_TIME_NS "time_ns"       /* configure: CLOCK_REALTIME, ns */
+#define AGENT_F_ENTROPY "entropy"       /* configure: base64, credited */
+#define AGENT_F_HOSTNAME "hostname"     /* configure */
+#define AGENT_F_NET "net"               /* configure: object, below */
+#define AGENT_F_IFNAME "ifname"         /* configure net: default the first
+					   non-loopback link */
+#define AGENT_F_ADDRESS "address"       /* configure net: "A.B.C.D/P" */
+#define AGENT_F_GATEWAY "gateway"       /* configure net: "A.B.C.D" */
+#define AGENT_F_MTU "mtu"               /* configure net: 68..65535 */
+/* configure also takes AGENT_F_ENV and AGENT_F_CWD: the defaults of later
+ * execs. */
+#define AGENT_F_FIELD "field"           /* error "invalid": the bad field */
+#define AGENT_F_STEP "step"             /* error of configure: the step */
 
 #define AGENT_OP_EXEC "exec"
 #define AGENT_OP_READ "read"
@@ -116,6 +129,14 @@ enum agent_frame_type {
 #define AGENT_OP_STAT "stat"
 #define AGENT_OP_MKDIR "mkdir"
 #define AGENT_OP_REMOVE "remove"
+#define AGENT_OP_CONFIGURE "configure"
+
+/* configure's limits */
+#define AGENT_ENTROPY_MIN 16            /* bytes, decoded */
+#define AGENT_ENTROPY_MAX 512
+#define AGENT_HOSTNAME_MAX 64
+#define AGENT_MTU_MIN 68
+#define AGENT_MTU_MAX 65535
 
 /* Error codes, the "code" of an ERROR frame. */
 #define AGENT_E_BAD_FRAME "bad_frame"         /* type, size or stream */
@@ -133,6 +154,8 @@ enum agent_frame_type {
 #define AGENT_E_NO_SPACE "no_space"           /* ENOSPC, EDQUOT */
 #define AGENT_E_EXEC "exec_failed"            /* fork, chdir or execve */
 #define AGENT_E_IO "io"                       /* any other errno */
+#define AGENT_E_INVALID "invalid"             /* configure: a bad field,
+						 named in "field" */
 #define AGENT_E_TIMEOUT "timeout"             /* host side: call timed out */
 #define AGENT_E_CLOSED "closed"               /* host side: connection gone */
 

@@ -916,8 +916,8 @@ h_exec(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 
 		json_object_setn_new(env, kv, (size_t)(eq - kv), json_string(eq + 1));
 	}
-	req = json_pack("{s:s, s:o, s:o, s:s, s:b, s:I}", AGENT_F_OP, AGENT_OP_EXEC, AGENT_F_ARGV,
-			argv, AGENT_F_ENV, env, AGENT_F_CWD, a.cwd ? a.cwd : "/", AGENT_F_STDIN,
+	req = json_pack("{s:s, s:o, s:o, s:s*, s:b, s:I}", AGENT_F_OP, AGENT_OP_EXEC, AGENT_F_ARGV,
+			argv, AGENT_F_ENV, env, AGENT_F_CWD, a.cwd, AGENT_F_STDIN,
 			a.stdin_data != NULL, AGENT_F_TIMEOUT_MS, (json_int_t)a.timeout_s * 1000);
 	s.stdin_data = a.stdin_data;
 	s.stdin_len = a.stdin_len;

@@ -1013,9 +1013,9 @@ sbx_agent_exec_sync(struct sbx_agent_conn *c,
 				     (size_t)(eq - req->env[i]),
 				     json_string(eq + 1));
 	}
-	j = json_pack("{s:s, s:o, s:o, s:s, s:b, s:i}", AGENT_F_OP,
+	j = json_pack("{s:s, s:o, s:o, s:s*, s:b, s:i}", AGENT_F_OP,
 		      AGENT_OP_EXEC, AGENT_F_ARGV, argv, AGENT_F_ENV, env,
-		      AGENT_F_CWD, req->cwd ? req->cwd : "/", AGENT_F_STDIN,
+		      AGENT_F_CWD, req->cwd, AGENT_F_STDIN,
 		      req->stdin_data != NULL, AGENT_F_TIMEOUT_MS,
 		      req->timeout_ms > 0 ? req->timeout_ms : 0);
 	if (j == NULL) {

@@ -339,8 +339,8 @@ exec_stream(struct sbx_agent_conn *c, const struct work *w, int *status)
 			json_object_setn_new(env, w->env[i], (size_t)(eq - w->env[i]),
 			                     json_string(eq + 1));
 	}
-	j = json_pack("{s:s, s:o, s:o, s:s, s:b, s:i}", AGENT_F_OP, AGENT_OP_EXEC, AGENT_F_ARGV,
-	              argv, AGENT_F_ENV, env, AGENT_F_CWD, w->cwd ? w->cwd : "/", AGENT_F_STDIN, 0,
+	j = json_pack("{s:s, s:o, s:o, s:s*, s:b, s:i}", AGENT_F_OP, AGENT_OP_EXEC, AGENT_F_ARGV,
+	              argv, AGENT_F_ENV, env, AGENT_F_CWD, w->cwd, AGENT_F_STDIN, 0,
 	              AGENT_F_TIMEOUT_MS, w->timeout_ms);
 	if (!j) {
 		fprintf(stderr, "sluice-sandbox: exec: argv or env is not UTF-8\n");

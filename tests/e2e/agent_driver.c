@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -67,8 +68,10 @@ agent_rss_kb(void)
 	return kb;
 }
 
+/* ns: the agent gets fresh UTS and network namespaces with a link d0
+ * (dummy, or veth) (for the configure cases that change the hostname and the network). */
 static struct sbx_agent_conn *
-spawn(const char *agent)
+spawn_ns(const char *agent, bool ns)
 {
 	int sv[2];
 
@@ -86,11 +89,24 @@ spawn(const char *agent)
 
 		if (dup2(sv[1], 3) < 0)
 			_exit(126);
+		if (ns && (unshare(CLONE_NEWUTS | CLONE_NEWNET) < 0 ||
+			   /* a veth pair where there is no dummy driver,
+			    * its peer first so that d0 is the first link */
+			   system("ip link add d0 type dummy 2>/dev/null || "
+				  "{ ip link add dx type veth peer name d0 && "
+				  "ip link set dx up; }") != 0))
+			_exit(125);
 		execle(agent, agent, "--fd", "3", (char *)NULL, env);
 		_exit(127);
 	}
 	close(sv[1]);
 	return sbx_agent_conn_new(sv[0]);
+}
+
+static struct sbx_agent_conn *
+spawn(const char *agent)
+{
+	return spawn_ns(agent, false);
 }
 
 static int
@@ -114,12 +130,16 @@ t_hello(struct sbx_agent_conn *c)
 	char err[256] = "";
 	int rc = sbx_agent_hello_sync(c, 5000, &h, err, sizeof(err));
 	json_t *caps = h ? json_object_get(h, AGENT_F_CAPS) : NULL;
-	bool exec = false;
+	bool exec = false, conf = false;
 	size_t i;
 	json_t *v;
 
-	json_array_foreach(caps, i, v)
+	json_array_foreach(caps, i, v) {
 		exec |= json_is_string(v) && !strcmp(json_string_value(v), "exec");
+		conf |= json_is_string(v) &&
+			!strcmp(json_string_value(v), AGENT_OP_CONFIGURE);
+	}
+	check(conf, "hello lists the configure op");
 	check(rc == 0 && json_integer_value(json_object_get(h, AGENT_F_VERSION)) ==
 				 AGENT_PROTO_VERSION && exec,
 	      "hello: version %d with exec (%s)", AGENT_PROTO_VERSION, err);
@@ -586,6 +606,233 @@ t_malformed(struct sbx_agent_conn *c)
 	}
 }
 
+/* ---- configure ---------------------------------------------------------- */
+
+/* Sends a configure (JSON text) and returns the answer's code: "" for a
+ * RESULT, else the ERROR's code (field or step in *what). */
+struct cfg_state {
+	bool done;
+	char code[64], what[64], msg[256];
+	int err;
+};
+
+static void
+cfg_cb(struct sbx_agent_call *k, const struct sbx_agent_event *ev, void *arg)
+{
+	struct cfg_state *s = arg;
+	const char *w;
+
+	(void)k;
+	if (ev->kind == SBX_AGENT_EV_ERROR) {
+		snprintf(s->code, sizeof(s->code), "%s", ev->code);
+		snprintf(s->msg, sizeof(s->msg), "%s", ev->message ?: "");
+		w = json_string_value(json_object_get(ev->json, AGENT_F_FIELD));
+		if (w == NULL)
+			w = json_string_value(json_object_get(ev->json,
+							      AGENT_F_STEP));
+		snprintf(s->what, sizeof(s->what), "%s", w ?: "");
+		s->err = ev->err;
+		s->done = true;
+	} else if (ev->kind == SBX_AGENT_EV_RESULT ||
+		   ev->kind == SBX_AGENT_EV_EXIT) {
+		s->done = true;
+	}
+}
+
+static struct cfg_state
+cfg(struct sbx_agent_conn *c, const char *text)
+{
+	struct cfg_state s = { 0 };
+	json_error_t je;
+	json_t *j = json_loads(text, 0, &je);
+	int rc;
+
+	if (j == NULL) {
+		snprintf(s.code, sizeof(s.code), "bad test JSON");
+		return s;
+	}
+	if (sbx_agent_call_start(c, j, NULL, cfg_cb, &s, &rc) == NULL)
+		snprintf(s.code, sizeof(s.code), "cannot send");
+	else
+		drive(c, &s.done, 10000);
+	if (!s.done && !s.code[0])
+		snprintf(s.code, sizeof(s.code), "no answer");
+	json_decref(j);
+	return s;
+}
+
+static void
+cfg_bad(struct sbx_agent_conn *c, const char *text, const char *field)
+{
+	struct cfg_state s = cfg(c, text);
+
+	check(!strcmp(s.code, AGENT_E_INVALID) && !strcmp(s.what, field) &&
+		      strstr(s.msg, field) != NULL,
+	      "configure %s: invalid, field %s (%s %s: %s)", text, field,
+	      s.code, s.what, s.msg);
+}
+
+/* Runs argv through the agent and returns its stdout (static). */
+static const char *
+out_of(struct sbx_agent_conn *c, const char *const *argv)
+{
+	static char buf[4096];
+	struct sbx_agent_exec_res r;
+	char err[256] = "";
+
+	buf[0] = 0;
+	if (run(c, argv, NULL, NULL, 0, 10000, &r, err, sizeof(err)) == 0 &&
+	    r.out)
+		snprintf(buf, sizeof(buf), "%s", r.out);
+	else if (err[0])
+		snprintf(buf, sizeof(buf), "(error: %s)", err);
+	sbx_agent_exec_res_fini(&r);
+	return buf;
+}
+
+static void
+t_configure(struct sbx_agent_conn *c)
+{
+	const char *show[] = { "sh", "-c",
+			       "echo \"$CFG|$HTTP_PROXY|$https_proxy|$FOO\"",
+			       NULL };
+	const char *env2[] = { "FOO=bar", "CFG=over", NULL };
+	const char *pwd[] = { "sh", "-c", "pwd > \"$OUT\"", NULL };
+	char text[1024], path[600], got[600] = "";
+	struct cfg_state s;
+	struct sbx_agent_exec_res r;
+	char err[256] = "";
+	json_t *req;
+	FILE *f;
+
+	/* bad inputs first: nothing changes */
+	cfg_bad(c, "{\"op\":\"configure\",\"hostname\":\"a_b\"}", "hostname");
+	cfg_bad(c, "{\"op\":\"configure\",\"time_ns\":-5}", "time_ns");
+	cfg_bad(c, "{\"op\":\"configure\",\"time_ns\":1700000000}", "time_ns");
+	cfg_bad(c, "{\"op\":\"configure\",\"entropy\":\"AAAA\"}", "entropy");
+	cfg_bad(c, "{\"op\":\"configure\",\"entropy\":\"!!!!\"}", "entropy");
+	cfg_bad(c, "{\"op\":\"configure\",\"net\":{\"address\":\"10.1.1.1\"}}",
+		"net.address");
+	cfg_bad(c, "{\"op\":\"configure\",\"net\":{\"mtu\":20}}", "net.mtu");
+	cfg_bad(c, "{\"op\":\"configure\",\"env\":{\"A=B\":\"x\"}}", "env");
+	cfg_bad(c, "{\"op\":\"configure\",\"cwd\":\"rel\"}", "cwd");
+	cfg_bad(c, "{\"op\":\"configure\",\"env\":{\"CFG\":\"x\"},\"zone\":1}",
+		"zone");
+	check(!strcmp(out_of(c, show), "|http://10.0.0.1:3128|"
+				       "http://10.0.0.1:3128|\n"),
+	      "a refused configure changed nothing (%s)", out_of(c, show));
+
+	s = cfg(c, "{\"op\":\"configure\"}");
+	check(s.done && !s.code[0], "configure {}: result (%s)", s.code);
+
+	/* env and cwd: the defaults of later execs */
+	snprintf(text, sizeof(text),
+		 "{\"op\":\"configure\",\"env\":{\"CFG\":\"yes\",\"HTTP_PROXY\":"
+		 "\"http://cfg\",\"OUT\":\"%s/pwd.out\"},\"cwd\":\"%s\"}",
+		 workdir, workdir);
+	s = cfg(c, text);
+	check(s.done && !s.code[0], "configure env and cwd: result (%s %s)",
+	      s.code, s.msg);
+	check(!strcmp(out_of(c, show), "yes|http://cfg||\n"),
+	      "configured env replaces the inherited one (%s)",
+	      out_of(c, show));
+	if (run(c, show, env2, NULL, 0, 10000, &r, err, sizeof(err)) == 0)
+		check(r.out && !strcmp(r.out, "over|http://cfg||bar\n"),
+		      "an exec's env merges over the configured one (%s)",
+		      r.out ? r.out : "");
+	else
+		check(false, "exec with env (%s)", err);
+	sbx_agent_exec_res_fini(&r);
+	/* the default cwd applies to an exec without "cwd" (raw request:
+	 * agent_client always sends one) */
+	snprintf(path, sizeof(path), "%s/pwd.out", workdir);
+	req = json_pack("{s:s, s:[s,s,s]}", AGENT_F_OP, AGENT_OP_EXEC,
+			AGENT_F_ARGV, pwd[0], pwd[1], pwd[2]);
+	{
+		struct cfg_state e = { 0 };
+		int rc;
+
+		if (sbx_agent_call_start(c, req, NULL, cfg_cb, &e, &rc))
+			drive(c, &e.done, 10000);
+		f = fopen(path, "r");
+		if (f && fgets(got, sizeof(got), f))
+			got[strcspn(got, "\n")] = 0;
+		if (f)
+			fclose(f);
+		check(e.done && !strcmp(got, workdir),
+		      "configured cwd is the default of a later exec (%s)", got);
+	}
+	json_decref(req);
+	unlink(path);
+	/* entropy: applied (credited) as root, refused with errno otherwise */
+	s = cfg(c, "{\"op\":\"configure\",\"entropy\":"
+		   "\"3q2+7wABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhs=\"}");
+	if (geteuid() == 0)
+		check(s.done && !s.code[0], "configure entropy as root: result "
+		      "(%s %s)", s.code, s.msg);
+	else
+		check(!strcmp(s.code, AGENT_E_PERMISSION) &&
+			      !strcmp(s.what, "entropy") && s.err == EPERM,
+		      "configure entropy unprivileged: permission, step "
+		      "entropy (%s %s)", s.code, s.what);
+}
+
+/* hostname and net, in UTS and network namespaces of the agent's own */
+static void
+t_configure_ns(const char *agent)
+{
+	const char *host[] = { "hostname", NULL };
+	const char *addr[] = { "sh", "-c", "ip -4 -o addr show dev d0 | "
+			       "awk '{print $4}'; ip -o link show dev d0 | "
+			       "grep -o 'mtu [0-9]*'; ip -4 route show default",
+			       NULL };
+	struct sbx_agent_conn *c;
+	struct cfg_state s;
+	pid_t pid;
+	int status = -1;
+
+	if (geteuid() != 0) {
+		printf("skip configure hostname/net: needs root\n");
+		return;
+	}
+	c = spawn_ns(agent, true);
+	pid = agent_pid;
+	s = cfg(c, "{\"op\":\"configure\",\"hostname\":\"cfg-host.test\","
+		   "\"net\":{\"address\":\"10.77.0.2/24\",\"gateway\":"
+		   "\"10.77.0.1\",\"mtu\":1400}}");
+	check(s.done && !s.code[0], "configure hostname and net (d0 by default) "
+	      "(%s %s)", s.code, s.msg);
+	check(!strcmp(out_of(c, host), "cfg-host.test\n"), "hostname set (%s)",
+	      out_of(c, host));
+	check(!strcmp(out_of(c, addr), "10.77.0.2/24\nmtu 1400\n"
+				       "default via 10.77.0.1 dev d0 \n"),
+	      "address, mtu, link up, default route (%s)", out_of(c, addr));
+	/* again, other values: replaced, one default route */
+	s = cfg(c, "{\"op\":\"configure\",\"net\":{\"ifname\":\"d0\","
+		   "\"address\":\"10.78.0.5/16\",\"gateway\":\"10.78.255.254\"}}");
+	check(s.done && !s.code[0], "configure net again (%s %s)", s.code,
+	      s.msg);
+	check(!strcmp(out_of(c, addr), "10.78.0.5/16\nmtu 1400\n"
+				       "default via 10.78.255.254 dev d0 \n"),
+	      "reconfigured: address replaced, one default route (%s)",
+	      out_of(c, addr));
+	/* a failing system call: errno and the step */
+	s = cfg(c, "{\"op\":\"configure\",\"net\":{\"ifname\":\"nosuch0\","
+		   "\"mtu\":1400}}");
+	check(!strcmp(s.code, AGENT_E_IO) && !strcmp(s.what, "net") &&
+		      s.err == ENODEV && strstr(s.msg, "nosuch0"),
+	      "configure net on a missing link: io, step net, ENODEV (%s %s "
+	      "%d: %s)", s.code, s.what, s.err, s.msg);
+	sbx_agent_conn_free(c);
+	for (int i = 0; i < 50; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		usleep(100 * 1000);
+	}
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the namespaced agent exits 0");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -606,6 +853,7 @@ main(int argc, char **argv)
 	t_slow_reader(c);
 	t_files(c);
 	t_malformed(c);
+	t_configure(c);
 	sbx_agent_conn_free(c);
 	for (int i = 0; i < 50; i++) {
 		if (waitpid(agent_pid, &status, WNOHANG) == agent_pid)
@@ -618,6 +866,7 @@ main(int argc, char **argv)
 		kill(agent_pid, SIGKILL);
 		waitpid(agent_pid, NULL, 0);
 	}
+	t_configure_ns(argv[1]);
 	printf("%d passed, %d failed\n", passes, fails);
 	return fails ? 1 : 0;
 }
