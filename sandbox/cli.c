@@ -128,6 +128,7 @@ usage(FILE *f)
 	           "                       directory except the --keep-id ones; prints how\n"
 	           "                       many on stdout\n"
 	           "  --keep-id ID         with --sweep: keep this one (repeatable)\n"
+	           "  --backend ns|vm      the sandbox backend (default ns)\n"
 	           "  --forget FILE        remove what the saved sandbox FILE (- for stdin)\n"
 	           "                       left behind once it is gone (123 while it runs)\n"
 	           "  -v, --verbose\n"
@@ -572,7 +573,8 @@ main(int argc, char **argv)
 		O_ADOPT,
 		O_SWEEP,
 		O_KEEP_ID,
-		O_FORGET
+		O_FORGET,
+		O_BACKEND
 	};
 	static const struct option opts[] = {{"template", 1, 0, 't'},
 	                                     {"cache", 1, 0, O_CACHE},
@@ -609,6 +611,7 @@ main(int argc, char **argv)
 	                                     {"sweep", 0, 0, O_SWEEP},
 	                                     {"keep-id", 1, 0, O_KEEP_ID},
 	                                     {"forget", 1, 0, O_FORGET},
+	                                     {"backend", 1, 0, O_BACKEND},
 	                                     {"verbose", 0, 0, 'v'},
 	                                     {"help", 0, 0, 'h'},
 	                                     {0, 0, 0, 0}};
@@ -628,7 +631,7 @@ main(int argc, char **argv)
 	struct sbx **boxes;
 	struct sbx_agent_conn **conns;
 	bool detach = false, sweep = false;
-	const char *adopt = NULL, *forget = NULL, *keep_ids[64];
+	const char *adopt = NULL, *forget = NULL, *keep_ids[64], *backend = "ns";
 	size_t nkeep_ids = 0;
 
 	snprintf(idbuf, sizeof(idbuf), "sbx-%d", (int)getpid());
@@ -779,6 +782,9 @@ main(int argc, char **argv)
 		case O_SWEEP:
 			sweep = true;
 			break;
+		case O_BACKEND:
+			backend = optarg;
+			break;
 		case O_FORGET:
 			forget = optarg;
 			break;
@@ -829,8 +835,16 @@ main(int argc, char **argv)
 		fprintf(stderr, "sluice-sandbox: --detach and --adopt need the agent\n");
 		return 2;
 	}
-	if (sbx_init(&io, err, sizeof(err)) < 0 || !(b = sbx_backend_get("ns"))) {
+	if (sbx_init(&io, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluice-sandbox: %s\n", err);
+		return 125;
+	}
+	if (!(b = sbx_backend_get(backend))) {
+		fprintf(stderr,
+		        "sluice-sandbox: backend \"%s\" is unknown or cannot run here (vm needs "
+		        "qemu-system-x86_64 and vmlinux + initramfs.cpio in $SLUICE_VM_DIR, "
+		        "<agent dir>/../vm or /usr/lib/sluice/vm)\n",
+		        backend);
 		return 125;
 	}
 	if (sweep) {

@@ -1363,6 +1363,11 @@ sweep_one(const char *root, const char *id, char *err, size_t errsz)
 		return sbx_fail(err, errsz, -ENOMEM, "sweep: out of memory");
 	sbx_pathf(path, sizeof(path), "%s/%s/%s", root, id, SAVED_FILE);
 	j = json_load_file(path, 0, NULL);
+	if (j && json_is_string(json_object_get(j, "backend")) &&
+	    strcmp(json_string_value(json_object_get(j, "backend")), "ns") != 0) {
+		rc = 1; /* another backend's (vm): its own sweep decides */
+		goto out;
+	}
 	if (!j || sbx_saved_parse(j, sv, NULL, 0) < 0 || strcmp(sv->id, id) != 0 ||
 	    !state_dir_ours(sv->state_dir, id) || !cgroups_ok(sv)) {
 		/* No usable record (a start that crashed early): its cgroups

@@ -202,5 +202,9 @@ bool sbx_cg_under_mount(const char *path);
 bool sbx_cg_populated(const char *dir);
 
 extern const struct sbx_backend_ops sbx_ns_ops;
+extern const struct sbx_backend_ops sbx_vm_ops;
+/* Can this host run the vm backend (qemu-system-x86_64 and the guest
+ * images found)? */
+bool sbx_vm_available(void);
 
 #endif

@@ -12,6 +12,7 @@
 struct sbx_settings sbx_g;
 
 static const struct sbx_backend ns_backend = {.ops = &sbx_ns_ops};
+static const struct sbx_backend vm_backend = {.ops = &sbx_vm_ops};
 
 void *
 sbx_calloc(size_t n, size_t sz)
@@ -109,6 +110,9 @@ sbx_backend_get(const char *name)
 {
 	if (name && strcmp(name, "ns") == 0)
 		return &ns_backend;
+	/* vm only where it can run: QEMU and the guest images are there */
+	if (name && strcmp(name, "vm") == 0 && sbx_vm_available())
+		return &vm_backend;
 	return NULL;
 }
 

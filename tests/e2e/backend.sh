@@ -108,6 +108,15 @@ x "$A" '{"argv":["sh","-c","kill -9 $$"]}'
 check "exec: killed by a signal -> signal 9" is 'd["signal"]' 9
 x "$A" '{"argv":["hostname"]}'
 check "the hostname is the sandbox's id" out_is "$A"
+x "$A" '{"argv":["uname","-r"]}'
+if [ "$BACKEND" = vm ]; then
+	check "it is a microVM: its kernel is the guest image's ($(cat "$SL_BUILD/vm/release"))" \
+		out_is "$(cat "$SL_BUILD/vm/release")"
+	check "its processes (found by its cgroup) are one QEMU" \
+		eval '[ "$(for p in $(cg_pids "$A"); do cat /proc/$p/comm; done | sort -u)" = qemu-system-x86 ]'
+else
+	check "it shares the host's kernel" out_is "$(uname -r)"
+fi
 x "$A" '{"argv":["sh","-c","echo $(( $(date +%s) / 60 ))"]}'
 check "the guest's clock is the host's (to the minute)" \
 	eval 'g=$(j "d[\"stdout\"].strip()"); h=$(( $(date +%s) / 60 )); [ "$g" -ge $((h - 1)) ] && [ "$g" -le $((h + 1)) ]'

@@ -1,0 +1,1710 @@
+/* vm.c: the `vm` backend. A sandbox is a QEMU microVM (KVM where usable,
+ * else TCG) booted from vmlinux + initramfs.cpio (sluice-agent as /init)
+ * with the template's erofs image as its read-only root, a virtio-serial
+ * port for the agent stream (a unix socket in its state directory), a
+ * tap in the peer namespace, and a QMP socket.
+ *
+ * Starts are clones: per (template, memory, vcpus, accel, images, qemu)
+ * one VM is booted once with its RAM in a shared file and migrated to a
+ * state file (x-ignore-shared: RAM stays in the file); each start maps
+ * that RAM privately (copy on write), loads the state, and the agent is
+ * made unique ("configure": time, entropy, hostname, network, env, cwd).
+ * Where a snapshot cannot be made or loaded, the same flow runs on a cold
+ * boot. QEMU runs in the peer network namespace, its own session, the
+ * sandbox's cgroup, and outlives us; sbx_save() records how to find it.
+ * State dirs are <state_dir>/<id>; each has sandbox.json saying "vm" from
+ * the moment it is made. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "agent_client.h"
+#include "sandbox.h"
+#include "vm-int.h"
+#include "vm_img.h"
+
+#define SAVED_FILE     "sandbox.json"
+#define MEM_DEFAULT_MB 256
+#define MEM_MIN_MB     128
+#define TB_MB          64  /* TCG translation cache bound */
+#define OVERHEAD_MB    256 /* QEMU, its TCG cache, page cache of the RAM file */
+#define PIDS_MAX       128
+#define CONSOLE_KB     64 /* the console is a ring buffer this size */
+#define HELLO_COLD_MS  60000
+#define HELLO_CLONE_MS 15000
+#define HELLO_KVM_MS   5000
+#define QMP_MS         10000
+
+struct sbx {
+	struct sbx_head head; /* first: see sandbox.c */
+	pid_t pid;
+	int pidfd;
+	bool child; /* ours to waitpid */
+	unsigned long long start_time;
+	int agent_fd;
+	struct sbx_qmp *qmp;
+	int nl_peer;
+	char peer_ifname[SBX_IFNAME_MAX + 1];
+	int peer_ifindex;
+	char peer_netns[SBX_NETNS_NAME_MAX + 1];
+	unsigned long long peer_netns_ino;
+	struct sbx_cg cg;
+	char dir[PATH_MAX];
+	char snap[80];
+	bool stopped, parked;
+};
+
+/* ---- host facts, found once ---------------------------------------------- */
+
+static pthread_mutex_t vm_lock = PTHREAD_MUTEX_INITIALIZER; /* snapshots, accel */
+static int accel_kvm = -1;                                  /* -1 unknown, 0 TCG, 1 KVM */
+
+static int64_t
+now_ms(void)
+{
+	return sbx_agent_now_ms();
+}
+
+static const char *
+qemu_bin(void)
+{
+	static const char *const c[] = {"/usr/bin/qemu-system-x86_64",
+	                                "/usr/local/bin/qemu-system-x86_64"};
+	const char *e = getenv("SLUICE_QEMU");
+
+	if (e && e[0] == '/' && access(e, X_OK) == 0)
+		return e;
+	for (size_t i = 0; i < 2; i++)
+		if (access(c[i], X_OK) == 0)
+			return c[i];
+	return NULL;
+}
+
+/* The image directory (CONTRACT 1): $SLUICE_VM_DIR, <agent dir>/../vm,
+ * /usr/lib/sluice/vm; the first holding both files. */
+static bool
+image_dir(char *out, size_t cap)
+{
+	char cand[3][PATH_MAX];
+	int n = 0;
+	const char *e = getenv("SLUICE_VM_DIR");
+
+	if (e && e[0])
+		snprintf(cand[n++], PATH_MAX, "%s", e);
+	if (sbx_g.agent_path[0]) {
+		char a[PATH_MAX], *sl;
+		snprintf(a, sizeof(a), "%s", sbx_g.agent_path);
+		if ((sl = strrchr(a, '/'))) {
+			*sl = 0;
+			sbx_pathf(cand[n++], PATH_MAX, "%s/../vm", a[0] ? a : "/");
+		}
+	}
+	snprintf(cand[n++], PATH_MAX, "/usr/lib/sluice/vm");
+	for (int i = 0; i < n; i++) {
+		char k[PATH_MAX + 16], r[PATH_MAX + 16];
+		sbx_pathf(k, sizeof(k), "%s/vmlinux", cand[i]);
+		sbx_pathf(r, sizeof(r), "%s/initramfs.cpio", cand[i]);
+		if (access(k, R_OK) == 0 && access(r, R_OK) == 0) {
+			if (!realpath(cand[i], out))
+				sbx_pathf(out, cap, "%s", cand[i]);
+			return true;
+		}
+	}
+	return false;
+}
+
+bool
+sbx_vm_available(void)
+{
+	char d[PATH_MAX];
+
+	return qemu_bin() && image_dir(d, sizeof(d));
+}
+
+static unsigned long
+host_khz(void)
+{
+	static unsigned long khz;
+	char buf[8192];
+	int fd;
+	ssize_t n;
+
+	if (khz)
+		return khz;
+	if ((fd = open("/sys/devices/system/cpu/cpu0/tsc_freq_khz", O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = 0;
+			khz = strtoul(buf, NULL, 10);
+		}
+	}
+	if (!khz && (fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = 0;
+			khz = sbx_vm_cpuinfo_khz(buf);
+		}
+	}
+	return khz;
+}
+
+static bool
+kvm_opens(void)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* ---- launching QEMU ----------------------------------------------------- */
+
+struct args {
+	int n;
+	char *v[80];
+	size_t used;
+	char buf[16384];
+};
+
+static void __attribute__((format(printf, 2, 3))) arg(struct args *a, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (a->n >= (int)(sizeof(a->v) / sizeof(a->v[0])) - 1 || a->used >= sizeof(a->buf))
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(a->buf + a->used, sizeof(a->buf) - a->used, fmt, ap);
+	va_end(ap);
+	if (k < 0 || (size_t)k >= sizeof(a->buf) - a->used)
+		return;
+	a->v[a->n++] = a->buf + a->used;
+	a->v[a->n] = NULL;
+	a->used += (size_t)k + 1;
+}
+
+struct boot {
+	const char *dir;   /* state dir: sockets */
+	const char *image; /* template erofs */
+	const char *img_dir;
+	unsigned mem_mb, vcpus;
+	bool kvm;
+	const char *ram; /* memory-backend-file path, or NULL (anonymous) */
+	bool ram_shared; /* share=on (the template) */
+	bool incoming;   /* -incoming defer */
+	const char *tap; /* ifname, or NULL: hubport */
+	const char *hostname;
+};
+
+static void
+build_args(struct args *a, const struct boot *b)
+{
+	char cl[512];
+
+	a->n = 0;
+	a->used = 0;
+	sbx_vm_cmdline(cl, sizeof(cl), b->hostname, b->kvm ? 0 : host_khz());
+	arg(a, "%s", qemu_bin());
+	arg(a, "-M");
+	arg(a, "microvm,acpi=on,pit=off,pic=off%s", b->ram ? ",memory-backend=ram" : "");
+	arg(a, "-nodefaults");
+	arg(a, "-no-user-config");
+	arg(a, "-display");
+	arg(a, "none");
+	arg(a, "-no-reboot");
+	arg(a, "-accel");
+	if (b->kvm)
+		arg(a, "kvm");
+	else
+		arg(a, "tcg,tb-size=%d", TB_MB);
+	arg(a, "-cpu");
+	arg(a, "%s", b->kvm ? "host" : "max");
+	arg(a, "-smp");
+	arg(a, "%u", b->vcpus);
+	arg(a, "-m");
+	arg(a, "%uM", b->mem_mb);
+	if (b->ram) {
+		arg(a, "-object");
+		arg(a, "memory-backend-file,id=ram,size=%uM,mem-path=%s,share=%s", b->mem_mb,
+		    b->ram, b->ram_shared ? "on" : "off");
+	}
+	arg(a, "-kernel");
+	arg(a, "%s/vmlinux", b->img_dir);
+	arg(a, "-initrd");
+	arg(a, "%s/initramfs.cpio", b->img_dir);
+	arg(a, "-append");
+	arg(a, "%s", cl);
+	arg(a, "-chardev");
+	arg(a, "ringbuf,id=con,size=%d", CONSOLE_KB * 1024);
+	arg(a, "-serial");
+	arg(a, "chardev:con");
+	arg(a, "-device");
+	arg(a, "virtio-serial-device");
+	arg(a, "-chardev");
+	arg(a, "socket,id=agent,path=%s/agent.sock,server=on,wait=off", b->dir);
+	arg(a, "-device");
+	arg(a, "virtserialport,chardev=agent,name=sluice.agent");
+	arg(a, "-drive");
+	arg(a, "if=none,id=root,file=%s,format=raw,readonly=on", b->image);
+	arg(a, "-device");
+	arg(a, "virtio-blk-device,drive=root");
+	arg(a, "-device");
+	arg(a, "virtio-rng-device");
+	arg(a, "-netdev");
+	if (b->tap)
+		arg(a, "tap,id=net0,ifname=%s,script=no,downscript=no,vhost=off", b->tap);
+	else
+		arg(a, "hubport,id=net0,hubid=0");
+	arg(a, "-device");
+	arg(a, "virtio-net-device,netdev=net0");
+	arg(a, "-qmp");
+	arg(a, "unix:%s/qmp.sock,server=on,wait=off", b->dir);
+	if (b->incoming) {
+		arg(a, "-incoming");
+		arg(a, "defer");
+	}
+}
+
+/* Forks QEMU: the child enters netns (fd, or -1: ours), its own session
+ * and the cgroup (cgprocs: NULL-terminated "<dir>/cgroup.procs" paths),
+ * keeps only stdio (QEMU's messages to <dir>/qemu.log) and execs. The
+ * parent gets the pid and a pidfd. */
+static int
+launch(const struct args *a, const char *dir, int netns, char cgprocs[][PATH_MAX + 16], size_t ncg,
+       pid_t *pid, int *pidfd, char *err, size_t errsz)
+{
+	char logp[PATH_MAX + 16];
+	int ep[2], logfd, nul, e = 0;
+	ssize_t n;
+	pid_t p;
+
+	sbx_pathf(logp, sizeof(logp), "%s/qemu.log", dir);
+	logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (logfd < 0 || nul < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+		e = -errno;
+		if (logfd >= 0)
+			close(logfd);
+		if (nul >= 0)
+			close(nul);
+		return sbx_fail(err, errsz, e, "start: %s: %s", logp, strerror(-e));
+	}
+	p = fork();
+	if (p < 0) {
+		e = -errno;
+		close(ep[0]);
+		close(ep[1]);
+		close(logfd);
+		close(nul);
+		return sbx_fail(err, errsz, e, "start: fork: %s", strerror(-e));
+	}
+	if (p == 0) {
+		const char *step = "setns";
+		sigset_t all;
+		if (netns >= 0 && setns(netns, CLONE_NEWNET) < 0)
+			goto cfail;
+		step = "setsid";
+		if (setsid() < 0)
+			goto cfail;
+		step = "cgroup";
+		for (size_t i = 0; i < ncg; i++) {
+			int fd = open(cgprocs[i], O_WRONLY | O_CLOEXEC);
+			if (fd < 0 || write(fd, "0", 1) != 1)
+				goto cfail;
+			close(fd);
+		}
+		step = "dup2";
+		if (dup2(nul, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0 ||
+		    dup2(ep[1], 3) < 0)
+			goto cfail;
+		fcntl(3, F_SETFD, FD_CLOEXEC);
+		syscall(SYS_close_range, 4, ~0u, 0);
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		ep[1] = 3;
+		step = "exec";
+		execv(a->v[0], a->v);
+	cfail:
+		e = errno;
+		if (write(ep[1], &e, sizeof(e)) < 0 || write(ep[1], step, strlen(step)) < 0) {
+		}
+		_exit(127);
+	}
+	close(ep[1]);
+	close(logfd);
+	close(nul);
+	{
+		char buf[64] = {0};
+		do
+			n = read(ep[0], buf, sizeof(buf) - 1);
+		while (n < 0 && errno == EINTR);
+		close(ep[0]);
+		if (n > 0) {
+			int ce = 0;
+			memcpy(&ce, buf, sizeof(ce) <= (size_t)n ? sizeof(ce) : 0);
+			waitpid(p, NULL, 0);
+			return sbx_fail(err, errsz, ce ? -ce : -EIO, "start: qemu: %s: %s",
+			                n > (ssize_t)sizeof(int) ? buf + sizeof(int) : "?",
+			                strerror(ce));
+		}
+	}
+	*pid = p;
+	*pidfd = (int)syscall(SYS_pidfd_open, p, 0);
+	return 0;
+}
+
+/* The last line of QEMU's own log (why it refused to run), into out. */
+static void
+qemu_log_tail(const char *dir, char *out, size_t cap)
+{
+	char p[PATH_MAX + 16], buf[2048];
+	int fd;
+	ssize_t n;
+
+	out[0] = 0;
+	sbx_pathf(p, sizeof(p), "%s/qemu.log", dir);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	off_t end = lseek(fd, 0, SEEK_END);
+	lseek(fd, end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0, SEEK_SET);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = 0;
+	char *l = strrchr(buf, '\n');
+	sbx_pathf(out, cap, "%s", l ? l + 1 : buf);
+}
+
+/* Saves the console ring buffer to <dir>/console.log (debugging a boot). */
+static void
+dump_console(struct sbx_qmp *q, const char *dir)
+{
+	json_t *args = json_pack("{s:s, s:i, s:s}", "device", "con", "size", CONSOLE_KB * 1024,
+	                         "format", "utf8");
+	json_t *ret = NULL;
+	char p[PATH_MAX + 16];
+
+	if (args && q &&
+	    sbx_qmp_cmd(q, "ringbuf-read", args, &ret, now_ms() + 2000, NULL, 0) == 0 &&
+	    json_is_string(ret)) {
+		FILE *f;
+		sbx_pathf(p, sizeof(p), "%s/console.log", dir);
+		if ((f = fopen(p, "we"))) {
+			fputs(json_string_value(ret), f);
+			fclose(f);
+		}
+	}
+	json_decref(args);
+	json_decref(ret);
+}
+
+/* Connects to the agent's socket (QEMU's chardev; one client at a time),
+ * checking the listener is QEMU itself. fd or -errno. */
+static int
+agent_connect(const char *dir, pid_t pid, int64_t deadline, char *err, size_t errsz)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct ucred uc;
+	socklen_t ul = sizeof(uc);
+	int fd;
+
+	if (sbx_pathf(sa.sun_path, sizeof(sa.sun_path), "%s/agent.sock", dir) < 0)
+		return sbx_fail(err, errsz, -ENAMETOOLONG, "%s/agent.sock is too long", dir);
+	for (;;) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return sbx_fail(err, errsz, -errno, "socket: %s", strerror(errno));
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			break;
+		int e = errno;
+		close(fd);
+		if ((e != ENOENT && e != ECONNREFUSED && e != EAGAIN) || now_ms() > deadline)
+			return sbx_fail(err, errsz, -e, "connect %s: %s", sa.sun_path, strerror(e));
+		nanosleep(&(struct timespec){0, 5000000}, NULL);
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) < 0 || uc.pid != pid) {
+		close(fd);
+		return sbx_fail(err, errsz, -EPERM, "%s is not QEMU's socket (pid %d)", sa.sun_path,
+		                (int)pid);
+	}
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	return fd;
+}
+
+/* Hello on a connection made from a dup of fd. */
+static int
+agent_hello(int fd, int timeout_ms, char *err, size_t errsz)
+{
+	struct sbx_agent_conn *c;
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3), rc;
+
+	if (d < 0)
+		return sbx_fail(err, errsz, -errno, "dup: %s", strerror(errno));
+	if (!(c = sbx_agent_conn_new(d)))
+		return sbx_fail(err, errsz, -ENOMEM, "out of memory");
+	rc = sbx_agent_hello_sync(c, timeout_ms, NULL, err, errsz);
+	sbx_agent_conn_free(c);
+	return rc;
+}
+
+/* Waits for an incoming or outgoing migration to end. */
+static int
+migrate_wait(struct sbx_qmp *q, const char *cmd, int64_t deadline, char *err, size_t errsz)
+{
+	for (;;) {
+		json_t *r = NULL;
+		int rc = sbx_qmp_cmd(q, cmd, NULL, &r, deadline, err, errsz);
+		if (rc < 0)
+			return rc;
+		const char *st = json_string_value(json_object_get(r, "status"));
+		if (st && strcmp(st, "completed") == 0) {
+			json_decref(r);
+			return 0;
+		}
+		if (st && (strcmp(st, "failed") == 0 || strcmp(st, "cancelled") == 0)) {
+			const char *d = json_string_value(json_object_get(r, "error-desc"));
+			rc = sbx_fail(err, errsz, -EIO, "migration %s: %s", st, d ? d : "");
+			json_decref(r);
+			return rc;
+		}
+		json_decref(r);
+		if (now_ms() > deadline)
+			return sbx_fail(err, errsz, -ETIMEDOUT,
+			                "migration did not complete in time");
+		nanosleep(&(struct timespec){0, 2000000}, NULL);
+	}
+}
+
+static bool
+pidfd_wait(int pidfd, int ms)
+{
+	struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+	int r;
+
+	if (pidfd < 0)
+		return false;
+	do
+		r = poll(&pfd, 1, ms);
+	while (r < 0 && errno == EINTR);
+	return r > 0;
+}
+
+/* Ends a QEMU we launched without a cgroup (the snapshot builder). */
+static void
+reap(pid_t pid, int pidfd, struct sbx_qmp *q)
+{
+	if (q)
+		sbx_qmp_cmd(q, "quit", NULL, NULL, now_ms() + 1000, NULL, 0);
+	if (!pidfd_wait(pidfd, 2000))
+		kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (pidfd >= 0)
+		close(pidfd);
+}
+
+/* ---- snapshots ------------------------------------------------------------ */
+
+struct snapkey {
+	char key[17];
+	char dir[PATH_MAX];
+};
+
+static void
+snap_key(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, unsigned vcpus, bool kvm,
+         struct snapkey *k)
+{
+	char p[PATH_MAX + 32];
+	uint64_t h = SBX_VM_HASH_INIT;
+
+	sbx_pathf(p, sizeof(p), "%s/vmlinux", img_dir);
+	h = sbx_vm_hash_stat(h, p);
+	sbx_pathf(p, sizeof(p), "%s/initramfs.cpio", img_dir);
+	h = sbx_vm_hash_stat(h, p);
+	h = sbx_vm_hash_stat(h, t->image);
+	h = sbx_vm_hash_stat(h, qemu_bin());
+	h = sbx_vm_hash(h, &mem, sizeof(mem));
+	h = sbx_vm_hash(h, &vcpus, sizeof(vcpus));
+	h = sbx_vm_hash(h, &kvm, sizeof(kvm));
+	h = sbx_vm_hash(h, "v1", 2); /* the device set and command line below */
+	snprintf(k->key, sizeof(k->key), "%016llx", (unsigned long long)h);
+	sbx_pathf(k->dir, sizeof(k->dir), "%s/vm/snap-%s", sbx_g.cache_dir, k->key);
+}
+
+/* Boots the template VM with its RAM in dir/ram (shared) and waits for
+ * the agent. With want_state, saves the device state to dir/state. */
+static int
+boot_template(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, unsigned vcpus,
+              bool kvm, const char *dir, int hello_ms, char *err, size_t errsz)
+{
+	struct args *a = sbx_calloc(1, sizeof(*a));
+	struct boot b = {.dir = dir,
+	                 .image = t->image,
+	                 .img_dir = img_dir,
+	                 .mem_mb = mem,
+	                 .vcpus = vcpus,
+	                 .kvm = kvm,
+	                 .ram_shared = true,
+	                 .hostname = "sluice"};
+	char ram[PATH_MAX + 16], uri[PATH_MAX + 64], tail[256];
+	struct sbx_qmp *q = NULL;
+	pid_t pid = -1;
+	int pidfd = -1, fd = -1, rc;
+	int64_t t0 = now_ms();
+
+	if (!a)
+		return sbx_fail(err, errsz, -ENOMEM, "out of memory");
+	sbx_pathf(ram, sizeof(ram), "%s/ram", dir);
+	b.ram = ram;
+	build_args(a, &b);
+	if ((rc = launch(a, dir, -1, NULL, 0, &pid, &pidfd, err, errsz)) < 0)
+		goto out;
+	{
+		char qp[PATH_MAX + 16];
+		sbx_pathf(qp, sizeof(qp), "%s/qmp.sock", dir);
+		if ((rc = sbx_qmp_open(qp, pid, now_ms() + QMP_MS, &q, err, errsz)) < 0)
+			goto out;
+	}
+	if ((rc = fd = agent_connect(dir, pid, now_ms() + QMP_MS, err, errsz)) < 0)
+		goto out;
+	if ((rc = agent_hello(fd, hello_ms, err, errsz)) < 0)
+		goto out;
+	sbx_log(SBX_LOG_INFO, "vm: template booted to agent hello in %lld ms (%s)",
+	        (long long)(now_ms() - t0), kvm ? "kvm" : "tcg");
+	/* The agent goes back to waiting for a host; let it get there, so
+	 * that every clone wakes up waiting. */
+	close(fd);
+	fd = -1;
+	nanosleep(&(struct timespec){0, 200000000}, NULL);
+	if ((rc = sbx_qmp_cmd(q, "stop", NULL, NULL, now_ms() + QMP_MS, err, errsz)) < 0)
+		goto out;
+	{
+		json_t *caps = json_pack("{s:[{s:s, s:b}]}", "capabilities", "capability",
+		                         "x-ignore-shared", "state", 1);
+		rc = sbx_qmp_cmd(q, "migrate-set-capabilities", caps, NULL, now_ms() + QMP_MS, err,
+		                 errsz);
+		json_decref(caps);
+		if (rc < 0)
+			goto out;
+	}
+	sbx_pathf(uri, sizeof(uri), "exec:cat > %s/state", dir);
+	{
+		json_t *args = json_pack("{s:s}", "uri", uri);
+		rc = sbx_qmp_cmd(q, "migrate", args, NULL, now_ms() + QMP_MS, err, errsz);
+		json_decref(args);
+		if (rc < 0)
+			goto out;
+	}
+	rc = migrate_wait(q, "query-migrate", now_ms() + 60000, err, errsz);
+out:
+	if (rc < 0 && q)
+		dump_console(q, dir);
+	if (rc < 0 && pid > 0 && pidfd_wait(pidfd, 0)) {
+		qemu_log_tail(dir, tail, sizeof(tail));
+		if (tail[0] && err && errsz) {
+			size_t n = strlen(err);
+			snprintf(err + n, errsz - n, " (qemu: %s)", tail);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (pid > 0)
+		reap(pid, pidfd, q);
+	sbx_qmp_close(q);
+	free(a);
+	return rc;
+}
+
+/* The snapshot for k, made now if there is none (under vm_lock). */
+static int
+snap_ensure(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, unsigned vcpus, bool kvm,
+            const struct snapkey *k, char *err, size_t errsz)
+{
+	char p[PATH_MAX + 32], tmp[PATH_MAX + 32];
+	struct stat st;
+	int rc;
+	int64_t t0;
+
+	sbx_pathf(p, sizeof(p), "%s/meta", k->dir);
+	if (stat(p, &st) == 0)
+		return 0;
+	sbx_pathf(tmp, sizeof(tmp), "%s.tmp.%d", k->dir, (int)getpid());
+	sbx_rm_tree(tmp);
+	if ((rc = sbx_mkdir_p(tmp, 0700)) < 0)
+		return sbx_fail(err, errsz, rc, "snapshot: %s: %s", tmp, strerror(-rc));
+	t0 = now_ms();
+	rc = boot_template(t, img_dir, mem, vcpus, kvm, tmp, kvm ? HELLO_KVM_MS : HELLO_COLD_MS,
+	                   err, errsz);
+	if (rc == 0) {
+		FILE *f;
+		sbx_pathf(p, sizeof(p), "%s/meta", tmp);
+		f = fopen(p, "we");
+		if (!f || fprintf(f,
+		                  "{\"key\":\"%s\",\"image\":\"%s\",\"mem_mb\":%u,\"vcpus\":%u,"
+		                  "\"accel\":\"%s\"}\n",
+		                  k->key, t->image, mem, vcpus, kvm ? "kvm" : "tcg") < 0)
+			rc = sbx_fail(err, errsz, -EIO, "snapshot: write %s", p);
+		if (f && fclose(f) != 0 && rc == 0)
+			rc = sbx_fail(err, errsz, -EIO, "snapshot: write %s", p);
+		/* the sockets are of no use to a clone */
+		sbx_pathf(p, sizeof(p), "%s/qmp.sock", tmp);
+		unlink(p);
+		sbx_pathf(p, sizeof(p), "%s/agent.sock", tmp);
+		unlink(p);
+	}
+	if (rc == 0 && rename(tmp, k->dir) < 0 && errno != ENOTEMPTY && errno != EEXIST)
+		rc = sbx_fail(err, errsz, -errno, "snapshot: rename to %s: %s", k->dir,
+		              strerror(errno));
+	sbx_rm_tree(tmp);
+	if (rc == 0)
+		sbx_log(SBX_LOG_INFO, "vm: snapshot %s made in %lld ms (%u MiB, %u vCPU, %s)",
+		        k->key, (long long)(now_ms() - t0), mem, vcpus, kvm ? "kvm" : "tcg");
+	return rc;
+}
+
+/* Decides KVM or TCG once per process: SLUICE_VM_ACCEL, else KVM if
+ * /dev/kvm opens and the template boots under it, else TCG. Called with
+ * vm_lock held; may make the KVM snapshot on the way. */
+static bool
+decide_accel(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, unsigned vcpus)
+{
+	const char *e = getenv("SLUICE_VM_ACCEL");
+	char err[512];
+
+	if (accel_kvm >= 0)
+		return accel_kvm;
+	if (e && strcmp(e, "tcg") == 0) {
+		accel_kvm = 0;
+	} else if (e && strcmp(e, "kvm") == 0) {
+		accel_kvm = 1;
+	} else if (!kvm_opens()) {
+		accel_kvm = 0;
+	} else {
+		struct snapkey k;
+		snap_key(t, img_dir, mem, vcpus, true, &k);
+		accel_kvm = snap_ensure(t, img_dir, mem, vcpus, true, &k, err, sizeof(err)) == 0;
+		if (!accel_kvm)
+			sbx_log(SBX_LOG_WARN, "vm: /dev/kvm opens but a KVM boot failed (%s): TCG",
+			        err);
+	}
+	sbx_log(SBX_LOG_INFO, "vm: accelerator %s%s", accel_kvm ? "kvm" : "tcg",
+	        e ? " (SLUICE_VM_ACCEL)" : "");
+	return accel_kvm;
+}
+
+/* ---- the tap ---------------------------------------------------------------- */
+
+/* Creates persistent tap `name` inside netns (this thread enters it and
+ * comes back). */
+static int
+tap_create(int netns, const char *name)
+{
+	struct ifreq ifr;
+	int self, fd, rc = 0;
+
+	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0)
+		return -errno;
+	if (setns(netns, CLONE_NEWNET) < 0) {
+		rc = -errno;
+		close(self);
+		return rc;
+	}
+	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+	} else {
+		memset(&ifr, 0, sizeof(ifr));
+		ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+		if (ioctl(fd, TUNSETIFF, &ifr) < 0 || ioctl(fd, TUNSETPERSIST, 1) < 0)
+			rc = -errno;
+		close(fd);
+	}
+	if (setns(self, CLONE_NEWNET) < 0)
+		abort(); /* this thread would stay in the wrong namespace */
+	close(self);
+	return rc;
+}
+
+static int
+peer_del(int nl, const char *ifname, int ifindex)
+{
+	int r;
+
+	if (ifindex > 0 && (r = sbx_nl_ifindex(nl, ifname)) != ifindex)
+		return r < 0 ? r : -ENODEV;
+	return sbx_nl_link_del(nl, ifname);
+}
+
+static int
+open_peer_ns(const struct sbx_net *n, char *err, size_t errsz)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	if (n->peer_netns_fd >= 0) {
+		fd = fcntl(n->peer_netns_fd, F_DUPFD_CLOEXEC, 3);
+	} else {
+		sbx_pathf(p, sizeof(p), "/run/netns/%s", n->peer_netns);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return sbx_fail(err, errsz, -errno, "start: network namespace %s: %s",
+		                n->peer_netns_fd >= 0 ? "(fd)" : n->peer_netns, strerror(errno));
+	return fd;
+}
+
+static int
+setup_tap(struct sbx *s, const struct sbx_net *n, int peerns, char *err, size_t errsz)
+{
+	const char *step = "create tap";
+	struct stat st;
+	int rc;
+
+	if ((rc = tap_create(peerns, n->peer_ifname)) < 0)
+		goto out;
+	sbx_pathf(s->peer_ifname, sizeof(s->peer_ifname), "%s", n->peer_ifname);
+	step = "netlink in the peer namespace";
+	if ((rc = s->nl_peer = sbx_nl_open_in(peerns)) < 0)
+		goto out;
+	rc = sbx_nl_ifindex(s->nl_peer, n->peer_ifname);
+	s->peer_ifindex = rc > 0 ? rc : 0;
+	if (fstat(peerns, &st) == 0)
+		s->peer_netns_ino = (unsigned long long)st.st_ino;
+	if (n->peer_netns_fd < 0)
+		sbx_pathf(s->peer_netns, sizeof(s->peer_netns), "%s", n->peer_netns);
+	step = "tap up";
+	if ((rc = sbx_nl_link_up(s->nl_peer, n->peer_ifname, n->mtu)) < 0)
+		goto out;
+	step = "peer address";
+	if (n->peer_address && n->address &&
+	    (rc = sbx_nl_addr_add_p2p(s->nl_peer, n->peer_ifname, n->peer_address, n->address)) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc < 0)
+		return sbx_fail(err, errsz, rc, "start: network: %s %s: %s", step, n->peer_ifname,
+		                strerror(-rc));
+	return 0;
+}
+
+/* ---- start ----------------------------------------------------------------- */
+
+static void
+close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static ssize_t
+read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return n;
+}
+
+static int
+read_start_time(pid_t pid, unsigned long long *out)
+{
+	char path[64], buf[1024];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((n = read_small(path, buf, sizeof(buf))) < 0)
+		return (int)n;
+	return sbx_stat_starttime(buf, (size_t)n, out);
+}
+
+static void
+fill_saved(const struct sbx *s, struct sbx_vm_saved *sv)
+{
+	memset(sv, 0, sizeof(*sv));
+	snprintf(sv->id, sizeof(sv->id), "%s", s->head.id);
+	sv->pid = (int)s->pid;
+	sv->start_time = s->start_time;
+	snprintf(sv->state_dir, sizeof(sv->state_dir), "%s", s->dir);
+	sv->cg_version = s->cg.version;
+	sv->ncg = s->cg.ndirs;
+	for (size_t i = 0; i < s->cg.ndirs; i++)
+		snprintf(sv->cg[i], sizeof(sv->cg[i]), "%s", s->cg.dirs[i]);
+	snprintf(sv->snap, sizeof(sv->snap), "%s", s->snap);
+	snprintf(sv->peer_netns, sizeof(sv->peer_netns), "%s", s->peer_netns);
+	snprintf(sv->peer_ifname, sizeof(sv->peer_ifname), "%s", s->peer_ifname);
+	sv->peer_ifindex = s->peer_ifindex;
+	sv->peer_netns_ino = s->peer_netns_ino;
+}
+
+static json_t *
+vm_save(const struct sbx *s)
+{
+	struct sbx_vm_saved *sv;
+	json_t *j;
+
+	if (s->stopped || s->pid <= 0 || !s->dir[0] || !s->cg.ndirs)
+		return NULL;
+	if (!(sv = sbx_calloc(1, sizeof(*sv))))
+		return NULL;
+	fill_saved(s, sv);
+	j = sbx_vm_saved_to_json(sv);
+	free(sv);
+	return j;
+}
+
+static int
+write_json(const char *dir, json_t *j)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+	int rc;
+
+	if (!j)
+		return -ENOMEM;
+	sbx_pathf(path, sizeof(path), "%s/%s", dir, SAVED_FILE);
+	sbx_pathf(tmp, sizeof(tmp), "%s.tmp", path);
+	errno = 0;
+	rc = json_dump_file(j, tmp, JSON_COMPACT) == 0 ? 0 : -(errno ? errno : EIO);
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	json_decref(j);
+	return rc;
+}
+
+/* Ends QEMU and removes everything (one teardown path). */
+static int
+teardown(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
+{
+	int rc = 0, r;
+
+	close_fd(&s->agent_fd);
+	if (s->pid > 0) {
+		if (grace_ms && s->qmp &&
+		    sbx_qmp_cmd(s->qmp, "quit", NULL, NULL, now_ms() + grace_ms, NULL, 0) == 0)
+			pidfd_wait(s->pidfd, (int)grace_ms);
+		if (s->pidfd >= 0)
+			syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+		else
+			kill(s->pid, SIGKILL);
+		if (s->child) {
+			while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+				;
+		} else if (!pidfd_wait(s->pidfd, 10000)) {
+			rc = sbx_fail(err, errsz, -ETIMEDOUT,
+			              "stop %s: pid %d did not end 10 s after SIGKILL", s->head.id,
+			              (int)s->pid);
+		}
+		s->pid = -1;
+	}
+	sbx_qmp_close(s->qmp);
+	s->qmp = NULL;
+	close_fd(&s->pidfd);
+	if (s->nl_peer >= 0) {
+		/* A persistent tap outlives QEMU: delete it by name and index. */
+		r = peer_del(s->nl_peer, s->peer_ifname, s->peer_ifindex);
+		if (r < 0 && r != -ENODEV && !rc)
+			rc = sbx_fail(err, errsz, r, "stop %s: delete tap %s: %s", s->head.id,
+			              s->peer_ifname, strerror(-r));
+		close_fd(&s->nl_peer);
+	}
+	r = sbx_cg_destroy(&s->cg, rc ? NULL : err, errsz);
+	if (r < 0 && !rc)
+		rc = r;
+	if (s->dir[0] && r == 0) {
+		r = sbx_rm_tree(s->dir);
+		if (r < 0 && !rc)
+			rc = sbx_fail(err, errsz, r, "stop %s: remove %s: %s", s->head.id, s->dir,
+			              strerror(-r));
+		if (r == 0)
+			s->dir[0] = 0;
+	}
+	s->stopped = true;
+	return rc;
+}
+
+static void
+vm_caps(struct sbx_caps *c)
+{
+	c->name = "vm";
+	c->isolation = "microvm";
+	c->limit_memory = c->limit_cpus = true;
+	c->limit_pids = false; /* the guest's own processes are not limited */
+	c->network = c->files = c->park = true;
+	c->mounts = false;
+	c->typical_start_ms = accel_kvm == 1 ? 150 : 600;
+}
+
+static int
+vm_template_ensure(const struct sbx_template_req *req, struct sbx_template **out, char *err,
+                   size_t errsz)
+{
+	struct sbx_vm_tpl *t;
+	int rc = sbx_vm_tpl_ensure(req, &t, err, errsz);
+
+	*out = rc == 0 ? (struct sbx_template *)(void *)t : NULL;
+	return rc;
+}
+
+static void
+vm_template_free(struct sbx_template *t)
+{
+	free(t);
+}
+
+/* configure + files, on a dup of the agent stream. */
+static int
+agent_setup(struct sbx *s, const struct sbx_spec *spec, int timeout_ms, char *err, size_t errsz)
+{
+	unsigned char seed[64];
+	char b64[4 * ((sizeof(seed) + 2) / 3) + 1], host[SBX_ID_MAX + 16];
+	struct timespec ts;
+	struct sbx_agent_conn *c;
+	json_t *req, *env, *net = NULL;
+	int d, rc = 0;
+
+	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+		return sbx_fail(err, errsz, -errno, "getrandom: %s", strerror(errno));
+	sbx_b64_encode(seed, sizeof(seed), b64);
+	explicit_bzero(seed, sizeof(seed));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	env = json_object();
+	for (size_t i = 0; env && i < spec->nenv; i++) {
+		const char *eq = strchr(spec->env[i], '=');
+		char name[256];
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - spec->env[i]), spec->env[i]);
+		json_object_set_new(env, name, json_string(eq + 1));
+	}
+	if (spec->net.kind == SBX_NET_LINK && spec->net.address) {
+		net = json_pack("{s:s}", "address", spec->net.address);
+		if (net && spec->net.gateway)
+			json_object_set_new(net, "gateway", json_string(spec->net.gateway));
+		if (net && spec->net.mtu)
+			json_object_set_new(net, "mtu", json_integer(spec->net.mtu));
+	}
+	/* An id may hold '_', which a host name may not. */
+	snprintf(host, sizeof(host), "%s", spec->hostname ? spec->hostname : spec->id);
+	for (char *h = host; *h; h++)
+		if (*h == '_')
+			*h = '-';
+	req = json_pack("{s:s, s:I, s:s, s:s, s:o, s:s}", "op", "configure", "time_ns",
+	                (json_int_t)ts.tv_sec * 1000000000 + ts.tv_nsec, "entropy", b64, "hostname",
+	                host, "env", env, "cwd", spec->cwd ? spec->cwd : "/");
+	explicit_bzero(b64, sizeof(b64));
+	if (req && net)
+		json_object_set_new(req, "net", net);
+	else
+		json_decref(net);
+	if (!req)
+		return sbx_fail(err, errsz, -ENOMEM, "out of memory");
+	d = fcntl(s->agent_fd, F_DUPFD_CLOEXEC, 3);
+	if (d < 0 || !(c = sbx_agent_conn_new(d))) {
+		json_decref(req);
+		return sbx_fail(err, errsz, -ENOMEM, "agent connection: out of memory");
+	}
+	rc = sbx_agent_op_sync(c, req, timeout_ms, NULL, err, errsz);
+	json_decref(req);
+	if (rc < 0) {
+		char e2[256];
+		snprintf(e2, sizeof(e2), "%s", err ? err : "");
+		sbx_fail(err, errsz, rc, "agent configure: %s", e2);
+		goto out;
+	}
+	for (size_t i = 0; i < spec->nfiles; i++) {
+		const struct sbx_file *f = &spec->files[i];
+		char parent[512];
+		int mfd;
+		snprintf(parent, sizeof(parent), "%s", f->path);
+		*strrchr(parent, '/') = 0;
+		if (parent[0]) {
+			json_t *mk = json_pack("{s:s, s:s, s:b}", "op", "mkdir", "path", parent,
+			                       "parents", 1);
+			rc = sbx_agent_op_sync(c, mk, timeout_ms, NULL, err, errsz);
+			json_decref(mk);
+			if (rc < 0 && rc != -EEXIST)
+				goto fileerr;
+		}
+		mfd = memfd_create("sbx-file", MFD_CLOEXEC);
+		if (mfd < 0 || (f->len && write(mfd, f->data, f->len) != (ssize_t)f->len)) {
+			rc = -errno;
+			if (mfd >= 0)
+				close(mfd);
+			goto fileerr;
+		}
+		lseek(mfd, 0, SEEK_SET);
+		rc = sbx_agent_write_sync(c, f->path, f->mode ? f->mode : 0644, mfd, timeout_ms,
+		                          NULL, err, errsz);
+		close(mfd);
+		if (rc < 0)
+			goto fileerr;
+		continue;
+	fileerr : {
+		char e2[256];
+		snprintf(e2, sizeof(e2), "%s", err ? err : "");
+		sbx_fail(err, errsz, rc, "write %s: %s", f->path, e2);
+		goto out;
+	}
+	}
+	rc = 0;
+out:
+	sbx_agent_conn_free(c);
+	return rc;
+}
+
+/* Launches QEMU for s (clone of snapshot k when k, else a cold boot),
+ * connects QMP and the agent, says hello. */
+static int
+boot_sandbox(struct sbx *s, const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem,
+             unsigned vcpus, bool kvm, const struct snapkey *k, const struct sbx_spec *spec,
+             int peerns, char *err, size_t errsz)
+{
+	struct args *a = sbx_calloc(1, sizeof(*a));
+	char ram[PATH_MAX + 16], qp[PATH_MAX + 16], uri[PATH_MAX + 32];
+	char cgp[SBX_CG__N][PATH_MAX + 16];
+	struct boot b = {.dir = s->dir,
+	                 .image = t->image,
+	                 .img_dir = img_dir,
+	                 .mem_mb = mem,
+	                 .vcpus = vcpus,
+	                 .kvm = kvm,
+	                 .hostname = k ? "sluice" : spec->id,
+	                 .tap = spec->net.kind == SBX_NET_LINK ? spec->net.peer_ifname : NULL};
+	int rc;
+
+	if (!a)
+		return sbx_fail(err, errsz, -ENOMEM, "out of memory");
+	if (k) {
+		sbx_pathf(ram, sizeof(ram), "%s/ram", k->dir);
+		b.ram = ram;
+		b.incoming = true;
+	}
+	build_args(a, &b);
+	for (size_t i = 0; i < s->cg.ndirs; i++)
+		sbx_pathf(cgp[i], sizeof(cgp[i]), "%s/cgroup.procs", s->cg.dirs[i]);
+	rc = launch(a, s->dir, peerns, cgp, s->cg.ndirs, &s->pid, &s->pidfd, err, errsz);
+	free(a);
+	if (rc < 0)
+		return rc;
+	s->child = true;
+	sbx_pathf(qp, sizeof(qp), "%s/qmp.sock", s->dir);
+	if ((rc = sbx_qmp_open(qp, s->pid, now_ms() + QMP_MS, &s->qmp, err, errsz)) < 0)
+		return rc;
+	if (k) {
+		json_t *caps = json_pack("{s:[{s:s, s:b}]}", "capabilities", "capability",
+		                         "x-ignore-shared", "state", 1);
+		rc = sbx_qmp_cmd(s->qmp, "migrate-set-capabilities", caps, NULL, now_ms() + QMP_MS,
+		                 err, errsz);
+		json_decref(caps);
+		if (rc < 0)
+			return rc;
+		sbx_pathf(uri, sizeof(uri), "exec:cat %s/state", k->dir);
+		json_t *args = json_pack("{s:s}", "uri", uri);
+		rc = sbx_qmp_cmd(s->qmp, "migrate-incoming", args, NULL, now_ms() + QMP_MS, err,
+		                 errsz);
+		json_decref(args);
+		if (rc < 0)
+			return rc;
+		if ((rc = migrate_wait(s->qmp, "query-migrate", now_ms() + 30000, err, errsz)) < 0)
+			return rc;
+		/* Running after an incoming migration is QEMU's default, but
+		 * only with autostart; say it. */
+		json_t *st = NULL;
+		if (sbx_qmp_cmd(s->qmp, "query-status", NULL, &st, now_ms() + QMP_MS, NULL, 0) ==
+		        0 &&
+		    !json_is_true(json_object_get(st, "running")))
+			rc = sbx_qmp_cmd(s->qmp, "cont", NULL, NULL, now_ms() + QMP_MS, err, errsz);
+		json_decref(st);
+		if (rc < 0)
+			return rc;
+	}
+	if ((rc = s->agent_fd = agent_connect(s->dir, s->pid, now_ms() + QMP_MS, err, errsz)) < 0)
+		return rc;
+	return agent_hello(
+	    s->agent_fd, k ? HELLO_CLONE_MS : (kvm ? HELLO_KVM_MS * 4 : HELLO_COLD_MS), err, errsz);
+}
+
+/* Undoes a failed boot attempt so another can run in the same dir. */
+static void
+boot_undo(struct sbx *s)
+{
+	close_fd(&s->agent_fd);
+	if (s->qmp)
+		dump_console(s->qmp, s->dir);
+	sbx_qmp_close(s->qmp);
+	s->qmp = NULL;
+	if (s->pid > 0) {
+		if (s->pidfd >= 0)
+			syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+		waitpid(s->pid, NULL, 0);
+	}
+	s->pid = -1;
+	close_fd(&s->pidfd);
+	char p[PATH_MAX + 16];
+	sbx_pathf(p, sizeof(p), "%s/qmp.sock", s->dir);
+	unlink(p);
+	sbx_pathf(p, sizeof(p), "%s/agent.sock", s->dir);
+	unlink(p);
+}
+
+static int
+vm_start(const struct sbx_template *tpl, const struct sbx_spec *spec, struct sbx **out, char *err,
+         size_t errsz)
+{
+	const struct sbx_vm_tpl *t = (const void *)tpl;
+	struct sbx_limits lim = spec->limits;
+	char img_dir[PATH_MAX], path[PATH_MAX * 2];
+	unsigned mem, vcpus;
+	struct snapkey k;
+	bool kvm, use_snap = true;
+	struct sbx *s;
+	int rc, peerns = -1;
+	int64_t t0 = now_ms();
+	static bool cold_logged;
+
+	if (t->magic != SBX_VM_TPL_MAGIC)
+		return sbx_fail(err, errsz, -EINVAL, "start: the template is not a vm template");
+	if (spec->nmounts)
+		return sbx_fail(err, errsz, -ENOTSUP,
+		                "start: the vm backend cannot mount host directories (mount %s); "
+		                "use files, or the ns backend",
+		                spec->mounts[0].target);
+	if (!qemu_bin() || !image_dir(img_dir, sizeof(img_dir)))
+		return sbx_fail(err, errsz, -ENOENT,
+		                "start: no qemu-system-x86_64 or no guest images (vmlinux, "
+		                "initramfs.cpio in $SLUICE_VM_DIR, <agent dir>/../vm or "
+		                "/usr/lib/sluice/vm)");
+	mem = lim.memory_mb ? lim.memory_mb : MEM_DEFAULT_MB;
+	if (mem < MEM_MIN_MB)
+		mem = MEM_MIN_MB;
+	vcpus = lim.cpus_milli ? (lim.cpus_milli + 999) / 1000 : 1;
+	if (!vcpus)
+		vcpus = 1;
+	lim.memory_mb = mem + OVERHEAD_MB;
+	lim.pids = PIDS_MAX;
+
+	if (!(s = sbx_calloc(1, sizeof(*s))))
+		return sbx_fail(err, errsz, -ENOMEM, "start: out of memory");
+	sbx_pathf(s->head.id, sizeof(s->head.id), "%s", spec->id);
+	s->pid = -1;
+	s->pidfd = s->agent_fd = s->nl_peer = -1;
+	if ((rc = sbx_mkdir_p(sbx_g.state_dir, 0700)) < 0) {
+		rc = sbx_fail(err, errsz, rc, "start: state dir %s: %s", sbx_g.state_dir,
+		              strerror(-rc));
+		goto fail;
+	}
+	sbx_pathf(path, sizeof(path), "%s/%s", sbx_g.state_dir, spec->id);
+	if (strlen(path) + sizeof("/agent.sock") > 108) {
+		rc = sbx_fail(err, errsz, -ENAMETOOLONG,
+		              "start: %s is too long for a unix socket path; shorten the state "
+		              "directory",
+		              path);
+		goto fail;
+	}
+	if (mkdir(path, 0700) < 0) {
+		rc = sbx_fail(err, errsz, -errno,
+		              errno == EEXIST ? "start: sandbox id %s is in use (%s)"
+		                              : "start: sandbox id %s: %s",
+		              spec->id, errno == EEXIST ? path : strerror(errno));
+		goto fail;
+	}
+	sbx_pathf(s->dir, sizeof(s->dir), "%s", path);
+	/* Mark the directory ours at once (sweep tells backends apart). */
+	write_json(s->dir, json_pack("{s:s, s:s}", "backend", "vm", "id", spec->id));
+	if ((rc = sbx_cg_create(spec->id, &lim, &s->cg, err, errsz)) < 0)
+		goto fail;
+	if (spec->net.kind == SBX_NET_LINK) {
+		if ((rc = peerns = open_peer_ns(&spec->net, err, errsz)) < 0)
+			goto fail;
+		if ((rc = setup_tap(s, &spec->net, peerns, err, errsz)) < 0)
+			goto fail;
+	}
+
+	pthread_mutex_lock(&vm_lock);
+	kvm = decide_accel(t, img_dir, mem, vcpus);
+	snap_key(t, img_dir, mem, vcpus, kvm, &k);
+	{
+		char e2[512];
+		if (snap_ensure(t, img_dir, mem, vcpus, kvm, &k, e2, sizeof(e2)) < 0) {
+			use_snap = false;
+			sbx_log(SBX_LOG_WARN, "vm: no snapshot (%s): cold boots", e2);
+		}
+	}
+	pthread_mutex_unlock(&vm_lock);
+
+	if (use_snap) {
+		char e2[512];
+		rc = boot_sandbox(s, t, img_dir, mem, vcpus, kvm, &k, spec, peerns, e2, sizeof(e2));
+		if (rc == 0) {
+			snprintf(s->snap, sizeof(s->snap), "%s", k.key);
+		} else {
+			if (!cold_logged)
+				sbx_log(SBX_LOG_WARN,
+				        "vm: clone of snapshot %s failed (%s): cold boot", k.key,
+				        e2);
+			cold_logged = true;
+			boot_undo(s);
+			use_snap = false;
+		}
+	}
+	if (!use_snap &&
+	    (rc = boot_sandbox(s, t, img_dir, mem, vcpus, kvm, NULL, spec, peerns, err, errsz)) < 0)
+		goto fail;
+	if ((rc = agent_setup(s, spec, HELLO_CLONE_MS, err, errsz)) < 0)
+		goto fail;
+	if ((rc = read_start_time(s->pid, &s->start_time)) < 0) {
+		rc = sbx_fail(err, errsz, rc, "start: /proc/%d/stat: %s", (int)s->pid,
+		              strerror(-rc));
+		goto fail;
+	}
+	if ((rc = write_json(s->dir, vm_save(s))) < 0) {
+		rc =
+		    sbx_fail(err, errsz, rc, "start: %s/%s: %s", s->dir, SAVED_FILE, strerror(-rc));
+		goto fail;
+	}
+	close_fd(&peerns);
+	sbx_log(SBX_LOG_INFO, "sandbox %s: started (%s, %s) in %lld ms, pid %d", spec->id,
+	        s->snap[0] ? "clone" : "cold boot", kvm ? "kvm" : "tcg", (long long)(now_ms() - t0),
+	        (int)s->pid);
+	*out = s;
+	return 0;
+fail:
+	if (s->qmp && s->dir[0])
+		dump_console(s->qmp, s->dir);
+	if (s->pid > 0 && pidfd_wait(s->pidfd, 0) && err && errsz) {
+		char tail[256];
+		qemu_log_tail(s->dir, tail, sizeof(tail));
+		if (tail[0]) {
+			size_t n = strlen(err);
+			snprintf(err + n, errsz - n, " (qemu: %s)", tail);
+		}
+	}
+	close_fd(&peerns);
+	teardown(s, 0, NULL, 0);
+	sbx_log(SBX_LOG_WARN, "sandbox %s: start failed: %s", spec->id, err && errsz ? err : "");
+	free(s);
+	return rc;
+}
+
+static int
+vm_agent_fd(const struct sbx *s)
+{
+	return s->agent_fd >= 0 ? s->agent_fd : -EBADF;
+}
+
+static int
+vm_stop(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
+{
+	int rc;
+
+	if (s->stopped && !s->dir[0] && s->cg.ndirs == 0)
+		return 0;
+	rc = teardown(s, grace_ms, err, errsz);
+	sbx_log(rc ? SBX_LOG_WARN : SBX_LOG_INFO, "sandbox %s: stopped%s%s", s->head.id,
+	        rc ? ": " : "", rc && err ? err : "");
+	return rc;
+}
+
+static void
+vm_free(struct sbx *s)
+{
+	if (!s->stopped)
+		teardown(s, 0, NULL, 0);
+	free(s);
+}
+
+static void
+vm_release(struct sbx *s)
+{
+	close_fd(&s->agent_fd);
+	close_fd(&s->pidfd);
+	close_fd(&s->nl_peer);
+	sbx_qmp_close(s->qmp);
+	sbx_log(SBX_LOG_INFO, "sandbox %s: left running, pid %d", s->head.id, (int)s->pid);
+	free(s);
+}
+
+static int
+vm_park(struct sbx *s, char *err, size_t errsz)
+{
+	int rc;
+
+	if (s->stopped)
+		return sbx_fail(err, errsz, -ESRCH, "park %s: stopped", s->head.id);
+	if (s->parked)
+		return 0;
+	rc = sbx_qmp_cmd(s->qmp, "stop", NULL, NULL, now_ms() + QMP_MS, err, errsz);
+	if (rc == 0)
+		s->parked = true;
+	return rc;
+}
+
+static int
+vm_unpark(struct sbx *s, char *err, size_t errsz)
+{
+	int rc;
+
+	if (s->stopped)
+		return sbx_fail(err, errsz, -ESRCH, "unpark %s: stopped", s->head.id);
+	rc = sbx_qmp_cmd(s->qmp, "cont", NULL, NULL, now_ms() + QMP_MS, err, errsz);
+	if (rc == 0)
+		s->parked = false;
+	return rc;
+}
+
+/* ---- adopt, forget, sweep ---------------------------------------------------- */
+
+static void
+state_root(char *out, size_t cap)
+{
+	size_t n;
+
+	snprintf(out, cap, "%s", sbx_g.state_dir);
+	n = strlen(out);
+	while (n > 1 && out[n - 1] == '/')
+		out[--n] = 0;
+}
+
+static bool
+state_dir_ours(const char *dir, const char *id)
+{
+	char root[PATH_MAX], want[PATH_MAX * 2];
+
+	state_root(root, sizeof(root));
+	if (sbx_pathf(want, sizeof(want), "%s/%s", strcmp(root, "/") ? root : "", id) < 0)
+		return false;
+	return strcmp(want, dir) == 0;
+}
+
+static bool
+cgroups_ok(const struct sbx_vm_saved *sv)
+{
+	for (size_t i = 0; i < sv->ncg; i++)
+		if (!sbx_cg_under_mount(sv->cg[i]))
+			return false;
+	return true;
+}
+
+static int
+find_alive(const struct sbx_vm_saved *sv, int *pidfd, char *err, size_t errsz)
+{
+	char path[64], buf[16384];
+	unsigned long long st;
+	int fd, rc;
+
+	*pidfd = -1;
+	fd = (int)syscall(SYS_pidfd_open, sv->pid, 0);
+	if (fd < 0)
+		return sbx_fail(err, errsz, errno == ESRCH ? -ESRCH : -errno,
+		                "sandbox %s: pid %d: %s", sv->id, sv->pid,
+		                errno == ESRCH ? "gone" : strerror(errno));
+	rc = read_start_time(sv->pid, &st);
+	if (rc < 0 || st != sv->start_time) {
+		close(fd);
+		return sbx_fail(err, errsz, -ESRCH, "sandbox %s: pid %d is %s now", sv->id, sv->pid,
+		                rc ? "gone" : "another process");
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", sv->pid);
+	if (read_small(path, buf, sizeof(buf)) < 0 || !sbx_cgroup_names(buf, sv->id) ||
+	    pidfd_wait(fd, 0)) {
+		close(fd);
+		return sbx_fail(err, errsz, -ESRCH,
+		                "sandbox %s: pid %d is not QEMU in the sandbox's cgroup", sv->id,
+		                sv->pid);
+	}
+	*pidfd = fd;
+	return 0;
+}
+
+static int
+peer_open(const struct sbx_vm_saved *sv)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int ns, nl;
+
+	if (!sv->peer_netns[0] || !sv->peer_ifname[0] || sv->peer_ifindex <= 0)
+		return -1;
+	if (sbx_pathf(path, sizeof(path), "/run/netns/%s", sv->peer_netns) < 0)
+		return -1;
+	if ((ns = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	if (fstat(ns, &st) < 0 ||
+	    (sv->peer_netns_ino && (unsigned long long)st.st_ino != sv->peer_netns_ino)) {
+		close(ns);
+		return -1;
+	}
+	nl = sbx_nl_open_in(ns);
+	close(ns);
+	if (nl >= 0 && sbx_nl_ifindex(nl, sv->peer_ifname) != sv->peer_ifindex) {
+		close(nl);
+		return -1;
+	}
+	return nl;
+}
+
+static int
+vm_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
+{
+	struct sbx_vm_saved *sv;
+	struct sbx *s = NULL;
+	json_t *st = NULL;
+	int rc, pidfd = -1;
+
+	if (!(sv = sbx_calloc(1, sizeof(*sv))) || !(s = sbx_calloc(1, sizeof(*s)))) {
+		free(sv);
+		return sbx_fail(err, errsz, -ENOMEM, "adopt: out of memory");
+	}
+	s->pid = -1;
+	s->pidfd = s->agent_fd = s->nl_peer = -1;
+	if ((rc = sbx_vm_saved_parse(saved, sv, err, errsz)) < 0)
+		goto out;
+	if (!cgroups_ok(sv)) {
+		rc = sbx_fail(err, errsz, -EINVAL,
+		              "adopt %s: its cgroups are not in this host's cgroup hierarchy",
+		              sv->id);
+		goto out;
+	}
+	if ((rc = find_alive(sv, &pidfd, err, errsz)) < 0)
+		goto out;
+	{
+		char qp[PATH_MAX + 16];
+		sbx_pathf(qp, sizeof(qp), "%s/qmp.sock", sv->state_dir);
+		if ((rc = sbx_qmp_open(qp, sv->pid, now_ms() + QMP_MS, &s->qmp, err, errsz)) < 0)
+			goto out;
+	}
+	if ((rc = sbx_qmp_cmd(s->qmp, "query-status", NULL, &st, now_ms() + QMP_MS, err, errsz)) <
+	    0)
+		goto out;
+	if (!json_is_true(json_object_get(st, "running")) &&
+	    (rc = sbx_qmp_cmd(s->qmp, "cont", NULL, NULL, now_ms() + QMP_MS, err, errsz)) < 0)
+		goto out;
+	if ((rc = s->agent_fd =
+	         agent_connect(sv->state_dir, sv->pid, now_ms() + QMP_MS, err, errsz)) < 0)
+		goto out;
+	snprintf(s->head.id, sizeof(s->head.id), "%s", sv->id);
+	s->pid = sv->pid;
+	s->pidfd = pidfd;
+	pidfd = -1;
+	s->start_time = sv->start_time;
+	s->cg.version = sv->cg_version;
+	s->cg.ndirs = sv->ncg;
+	for (size_t i = 0; i < sv->ncg; i++)
+		snprintf(s->cg.dirs[i], sizeof(s->cg.dirs[i]), "%s", sv->cg[i]);
+	if (state_dir_ours(sv->state_dir, sv->id))
+		snprintf(s->dir, sizeof(s->dir), "%s", sv->state_dir);
+	snprintf(s->snap, sizeof(s->snap), "%s", sv->snap);
+	snprintf(s->peer_ifname, sizeof(s->peer_ifname), "%s", sv->peer_ifname);
+	snprintf(s->peer_netns, sizeof(s->peer_netns), "%s", sv->peer_netns);
+	s->peer_ifindex = sv->peer_ifindex;
+	s->peer_netns_ino = sv->peer_netns_ino;
+	s->nl_peer = peer_open(sv);
+	sbx_log(SBX_LOG_INFO, "sandbox %s: adopted, pid %d", s->head.id, (int)s->pid);
+	*out = s;
+	s = NULL;
+	rc = 0;
+out:
+	json_decref(st);
+	if (s) {
+		close_fd(&s->agent_fd);
+		sbx_qmp_close(s->qmp);
+		free(s);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	free(sv);
+	return rc;
+}
+
+static int
+cleanup_saved(const struct sbx_vm_saved *sv, char *err, size_t errsz)
+{
+	struct sbx_cg cg = {.version = sv->cg_version, .ndirs = sv->ncg};
+	int rc = 0, r, nl;
+	struct stat st;
+
+	for (size_t i = 0; i < sv->ncg; i++)
+		snprintf(cg.dirs[i], sizeof(cg.dirs[i]), "%s", sv->cg[i]);
+	if ((r = sbx_cg_destroy(&cg, err, errsz)) < 0)
+		return r;
+	if ((nl = peer_open(sv)) >= 0) {
+		r = peer_del(nl, sv->peer_ifname, sv->peer_ifindex);
+		close(nl);
+		if (r < 0 && r != -ENODEV)
+			rc = sbx_fail(err, errsz, r, "sandbox %s: delete tap %s: %s", sv->id,
+			              sv->peer_ifname, strerror(-r));
+	}
+	if (lstat(sv->state_dir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode) || !state_dir_ours(sv->state_dir, sv->id))
+			return sbx_fail(
+			    err, errsz, -EPERM,
+			    "sandbox %s: %s is not a state directory under %s; left alone", sv->id,
+			    sv->state_dir, sbx_g.state_dir);
+		r = sbx_rm_tree(sv->state_dir);
+		if (r < 0 && !rc)
+			rc = sbx_fail(err, errsz, r, "sandbox %s: remove %s: %s", sv->id,
+			              sv->state_dir, strerror(-r));
+	}
+	return rc;
+}
+
+static int
+vm_forget(const json_t *saved, char *err, size_t errsz)
+{
+	struct sbx_vm_saved *sv;
+	int rc, pidfd;
+
+	if (!(sv = sbx_calloc(1, sizeof(*sv))))
+		return sbx_fail(err, errsz, -ENOMEM, "forget: out of memory");
+	if ((rc = sbx_vm_saved_parse(saved, sv, err, errsz)) < 0)
+		goto out;
+	if (!cgroups_ok(sv)) {
+		rc = sbx_fail(err, errsz, -EINVAL,
+		              "forget %s: its cgroups are not in this host's cgroup hierarchy",
+		              sv->id);
+		goto out;
+	}
+	if (find_alive(sv, &pidfd, NULL, 0) == 0) {
+		close(pidfd);
+		rc = sbx_fail(err, errsz, -EBUSY,
+		              "forget %s: it still runs (pid %d): adopt and stop it instead",
+		              sv->id, sv->pid);
+		goto out;
+	}
+	if ((rc = cleanup_saved(sv, err, errsz)) == 0)
+		sbx_log(SBX_LOG_INFO, "sandbox %s: forgotten", sv->id);
+out:
+	free(sv);
+	return rc;
+}
+
+static int
+sweep_one(const char *root, const char *id, char *err, size_t errsz)
+{
+	char path[PATH_MAX * 2];
+	struct sbx_vm_saved *sv;
+	const char *be;
+	json_t *j;
+	int rc = 0;
+
+	sbx_pathf(path, sizeof(path), "%s/%s/%s", root, id, SAVED_FILE);
+	j = json_load_file(path, 0, NULL);
+	be = json_string_value(json_object_get(j, "backend"));
+	if (!be || strcmp(be, "vm") != 0) {
+		json_decref(j);
+		return 1; /* not ours (or no record: not known to be ours) */
+	}
+	if (!(sv = sbx_calloc(1, sizeof(*sv)))) {
+		json_decref(j);
+		return sbx_fail(err, errsz, -ENOMEM, "sweep: out of memory");
+	}
+	if (sbx_vm_saved_parse(j, sv, NULL, 0) < 0 || strcmp(sv->id, id) != 0 ||
+	    !state_dir_ours(sv->state_dir, id) || !cgroups_ok(sv)) {
+		/* The early record of a start that crashed: its cgroups are
+		 * where this process would have made them. */
+		struct sbx_cg cg;
+		memset(sv, 0, sizeof(*sv));
+		sbx_pathf(sv->id, sizeof(sv->id), "%s", id);
+		sbx_pathf(sv->state_dir, sizeof(sv->state_dir), "%s/%s", root, id);
+		if ((rc = sbx_cg_dirs(id, &cg, err, errsz)) < 0)
+			goto out;
+		sv->cg_version = cg.version;
+		sv->ncg = cg.ndirs;
+		for (size_t i = 0; i < cg.ndirs; i++)
+			snprintf(sv->cg[i], sizeof(sv->cg[i]), "%s", cg.dirs[i]);
+		/* a tap it may have made: name unknown, left to its namespace */
+	}
+	if ((rc = cleanup_saved(sv, err, errsz)) == 0)
+		sbx_log(SBX_LOG_INFO, "sandbox %s: swept", id);
+out:
+	json_decref(j);
+	free(sv);
+	return rc;
+}
+
+static int
+vm_sweep(const char *const *keep, size_t nkeep, char *err, size_t errsz)
+{
+	char root[PATH_MAX];
+	DIR *d;
+	struct dirent *e;
+	int n = 0, rc = 0;
+
+	state_root(root, sizeof(root));
+	if (!(d = opendir(root)))
+		return errno == ENOENT
+		           ? 0
+		           : sbx_fail(err, errsz, -errno, "sweep: %s: %s", root, strerror(errno));
+	while ((e = readdir(d))) {
+		bool kept = false;
+		int r;
+
+		if (!sbx_id_ok(e->d_name))
+			continue;
+		for (size_t i = 0; i < nkeep && !kept; i++)
+			kept = keep[i] && strcmp(keep[i], e->d_name) == 0;
+		if (kept)
+			continue;
+		r = sweep_one(root, e->d_name, rc ? NULL : err, errsz);
+		if (r < 0 && !rc)
+			rc = r;
+		if (r == 0)
+			n++;
+	}
+	closedir(d);
+	return rc < 0 ? rc : n;
+}
+
+const struct sbx_backend_ops sbx_vm_ops = {
+    .name = "vm",
+    .caps = vm_caps,
+    .template_ensure = vm_template_ensure,
+    .template_free = vm_template_free,
+    .start = vm_start,
+    .agent_fd = vm_agent_fd,
+    .stop = vm_stop,
+    .free = vm_free,
+    .save = vm_save,
+    .adopt = vm_adopt,
+    .forget = vm_forget,
+    .sweep = vm_sweep,
+    .release = vm_release,
+    .park = vm_park,
+    .unpark = vm_unpark,
+};
