@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# sandbox.sh: `ns` sandboxes through sluice-sandbox, in a scratch
-# directory: start-to-agent-ready latency (median, p99) for both
-# templates, host memory per idle sandbox, and 1,000 idle busybox
-# sandboxes alive at once. No sandbox has a network link, so nothing here
+# sandbox.sh: sandboxes through sluice-sandbox, in a scratch directory.
+# `ns`: start-to-agent-ready latency (median, p99) for both templates,
+# host memory per idle sandbox, and 1,000 idle busybox sandboxes alive at
+# once. `vm` (where build/vm/ holds the guest images): cold boot to
+# agent-ready, the template snapshot, restore of a clone, resuming a
+# parked clone as a claim does, and host memory per parked clone. No sandbox has a network link, so nothing here
 # touches any network namespace but the sandboxes' own. A trap stops
 # every sandbox and removes what they leave. See bench/README.md.
 set -euo pipefail
@@ -11,6 +13,8 @@ SBX=${SL_BUILD:-$SL_SRC/build}/sandbox/sluice-sandbox
 N=${SBX_BENCH_N:-50}          # starts timed per template
 IDLE=${SBX_BENCH_IDLE:-50}    # idle sandboxes measured per template
 MANY=${SBX_BENCH_MANY:-1000}  # alive at once
+VM_COLD=${SBX_BENCH_VM_COLD:-5}  # vm cold boots timed
+VM_N=${SBX_BENCH_VM_N:-20}       # vm clones timed, then held parked
 [ -x "$SBX" ] || { echo "no $SBX: build first" >&2; exit 1; }
 tmp=$(mktemp -d /tmp/sl-bench-sandbox.XXXXXX)
 ID=slb$$
@@ -202,4 +206,54 @@ else
 		"inotify instances $(cat /proc/sys/fs/inotify/max_user_instances)"
 	echo "  left after stop: $(leftovers "$ID-k" || true)"
 	echo "  goal: $MANY alive: MISSED"
+fi
+
+# ---- vm: QEMU microVMs --------------------------------------------------
+if [ ! -f "${SL_BUILD:-$SL_SRC/build}/vm/vmlinux" ]; then
+	echo
+	echo "vm: no guest images (./build.sh build makes build/vm/ as root): skipped"
+	exit 0
+fi
+vm() { sbx --backend vm -t busybox "$@"; }
+# median and p99 out of the CLI's summary line
+stats() { sed -nE "s/.*$1 mean ([0-9.]+) ms, max ([0-9.]+) ms, median ([0-9.]+) ms, p99 ([0-9.]+) ms.*/\3 \4 \2/p"; }
+vm --id "$ID-v0" -v -- true >/dev/null 2>"$tmp/vm0.log" || true
+echo
+echo "vm sandboxes (busybox template, 256 MiB, 1 vCPU, no network);" \
+	"$(grep -o 'accelerator [a-z]*' "$tmp/vm0.log" | head -1 || true)"
+snap=$(sed -nE 's/.*snapshot [^ ]+ made in ([0-9]+) ms.*/\1/p' "$tmp/vm0.log" | head -1)
+read -r cmed cp99 cmax < <(SLUICE_VM_SNAPSHOTS=off vm --id "$ID-vc" --repeat "$VM_COLD" -- true 2>&1 |
+	stats start-to-ready)
+printf '  cold boot to agent-ready (%d): median %s ms, p99 %s ms   goal < 1500: %s\n' "$VM_COLD" \
+	"$cmed" "$cp99" "$(goal "$cmed" 1500)"
+echo "  template snapshot (boot, save; once per template, memory and vCPUs): ${snap:-(cached) } ms"
+hold_vm() {
+	rm -f "$tmp/fifo"
+	mkfifo "$tmp/fifo"
+	vm --id "$ID-vp" --repeat "$VM_N" --keep --park --wait-stdin -- true <"$tmp/fifo" \
+		>/dev/null 2>"$tmp/hold.log" &
+	cli=$!
+	exec 7>"$tmp/fifo"
+	while ! grep -q 'holding them' "$tmp/hold.log"; do
+		kill -0 $cli 2>/dev/null || { wait $cli || true; cli=; return 1; }
+		sleep 0.05
+	done
+}
+if hold_vm; then
+	sleep 1
+	read -r n procs rss pss anon kmem cache usage < <(measure "$ID-vp")
+	release
+	read -r rmed rp99 rmax < <(stats start-to-ready <"$tmp/hold.log")
+	read -r umed up99 umax < <(sed -nE 's/.*resumed, unpark-to-configured mean [0-9.]+ ms, median ([0-9.]+) ms, p99 ([0-9.]+) ms, max ([0-9.]+) ms.*/\1 \2 \3/p' "$tmp/hold.log")
+	printf '  restore of a clone to agent-ready, configured (%d): median %s ms, p99 %s ms\n' \
+		"$VM_N" "$rmed" "$rp99"
+	printf '  claim of a parked clone (unpark, time and entropy): median %s ms, p99 %s ms   goal < 25: %s\n' \
+		"$umed" "$up99" "$(goal "${umed:-999}" 25)"
+	echo "  memory per parked clone, KiB ($n held): rss $rss, pss $pss, pss_anon $anon," \
+		"cg_usage $usage (RAM pages the clone wrote, not the snapshot's)" \
+		"  goal < 40960: $(goal "$pss" 40960)"
+	echo "  left after stop: $(leftovers "$ID-vp" || true)"
+else
+	echo "  could not hold $VM_N parked clones:"
+	sed 's/^/  /' "$tmp/hold.log" | tail -n 5
 fi

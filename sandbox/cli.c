@@ -115,6 +115,9 @@ usage(FILE *f)
 	           "  --keep               with --repeat: keep all N running at once, ping\n"
 	           "                       every agent, then stop them all\n"
 	           "  --wait-stdin         with --keep: hold them until stdin reaches EOF\n"
+	           "  --park               with --keep: park them all (backends that can)\n"
+	           "                       before holding, then resume each and give its\n"
+	           "                       agent the time and entropy; print that latency\n"
 	           "  --hold SECONDS       keep the sandbox running this long after the\n"
 	           "                       command (for inspection)\n"
 	           "  --cgroup-parent P    cgroup parent of the sandboxes (default \"sluice\"\n"
@@ -541,6 +544,60 @@ cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* --park: parks every sandbox; 0, or -1 (said why) when one could not. */
+static int
+park_all(struct sbx **boxes, int n)
+{
+	char err[512];
+	double t0 = now_ms();
+
+	for (int i = 0; i < n; i++) {
+		if (boxes[i] && sbx_park(boxes[i], err, sizeof(err)) < 0) {
+			fprintf(stderr, "sluice-sandbox: park: %s\n", err);
+			return -1;
+		}
+	}
+	fprintf(stderr, "sluice-sandbox: parked %d in %.1f ms\n", n, now_ms() - t0);
+	return 0;
+}
+
+/* --park: resumes each one as a claim does (unpark, then the agent's
+ * time and entropy) and prints that latency's median, p99 and largest. */
+static int
+unpark_all(struct sbx **boxes, struct sbx_agent_conn **conns, int n)
+{
+	double *lat = calloc((size_t)n ? (size_t)n : 1, sizeof(*lat)), sum = 0;
+	char err[512];
+	int m = 0, rc = 0;
+
+	if (!lat)
+		return -1;
+	for (int i = 0; i < n && !stopping; i++) {
+		double t0 = now_ms();
+
+		if (!boxes[i] || !conns[i])
+			continue;
+		if (sbx_unpark(boxes[i], err, sizeof(err)) < 0 ||
+		    sbx_agent_refresh_sync(conns[i], 5000, err, sizeof(err)) < 0) {
+			fprintf(stderr, "sluice-sandbox: unpark: %s\n", err);
+			rc = -1;
+			break;
+		}
+		lat[m] = now_ms() - t0;
+		sum += lat[m++];
+	}
+	if (m) {
+		qsort(lat, (size_t)m, sizeof(*lat), cmp_double);
+		fprintf(stderr,
+		        "sluice-sandbox: %d resumed, unpark-to-configured mean %.1f ms, "
+		        "median %.1f ms, p99 %.1f ms, max %.1f ms\n",
+		        m, sum / m, m % 2 ? lat[m / 2] : (lat[m / 2 - 1] + lat[m / 2]) / 2,
+		        lat[(size_t)((m * 99 + 99) / 100) - 1], lat[m - 1]);
+	}
+	free(lat);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -566,6 +623,7 @@ main(int argc, char **argv)
 		O_GET,
 		O_LATENCY,
 		O_KEEP,
+		O_PARK,
 		O_WAIT_STDIN,
 		O_PEER_ADDR,
 		O_CG_PARENT,
@@ -604,6 +662,7 @@ main(int argc, char **argv)
 	                                     {"get", 1, 0, O_GET},
 	                                     {"latency", 0, 0, O_LATENCY},
 	                                     {"keep", 0, 0, O_KEEP},
+	                                     {"park", 0, 0, O_PARK},
 	                                     {"wait-stdin", 0, 0, O_WAIT_STDIN},
 	                                     {"cgroup-parent", 1, 0, O_CG_PARENT},
 	                                     {"detach", 0, 0, O_DETACH},
@@ -625,6 +684,7 @@ main(int argc, char **argv)
 	const struct sbx_backend *b;
 	struct sbx_template *tpl = NULL;
 	bool placeholder = false, print_latency = false, keep = false, wait_stdin = false;
+	bool park = false;
 	int repeat = 1, hold = 0, timeout_ms = 0, c, status = 0, rc, started = 0, failed = 0;
 	double lat_sum = 0, lat_max = 0, *lat, t_start;
 	struct work w = {0};
@@ -767,6 +827,9 @@ main(int argc, char **argv)
 		case O_KEEP:
 			keep = true;
 			break;
+		case O_PARK:
+			park = true;
+			break;
 		case O_WAIT_STDIN:
 			wait_stdin = true;
 			break;
@@ -829,6 +892,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "sluice-sandbox: --detach, --adopt and --sweep go alone; "
 		                "--detach and --sweep take no command; --keep-id goes with "
 		                "--sweep\n");
+		return 2;
+	}
+	if (park && !keep) {
+		fprintf(stderr, "sluice-sandbox: --park goes with --repeat N --keep\n");
 		return 2;
 	}
 	if ((detach || adopt) && !io.agent_path) {
@@ -1016,6 +1083,8 @@ main(int argc, char **argv)
 		        alive, t1 - t_start, answered, alive, t2 - t1);
 		if (answered != repeat)
 			failed = 1;
+		if (park && !failed && park_all(boxes, started) < 0)
+			failed = 1;
 		if (hold && !stopping)
 			sleep((unsigned)hold);
 		if (wait_stdin && !stopping) {
@@ -1027,6 +1096,8 @@ main(int argc, char **argv)
 					break;
 			}
 		}
+		if (park && !failed && unpark_all(boxes, conns, started) < 0)
+			failed = 1;
 		t1 = now_ms();
 		for (int i = 0; i < started; i++) {
 			sbx_agent_conn_free(conns[i]);
