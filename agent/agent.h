@@ -52,6 +52,16 @@ int agent_config_apply(struct agent_config *c, struct agent_defaults *d,
 		       const char **step, char *err, size_t errsz);
 void agent_defaults_fini(struct agent_defaults *d);
 
+/* In a VM the agent runs under a supervising PID 1 that starts it again
+ * if it ends; what "configure" set (env, cwd) is kept in this file (on
+ * the guest's tmpfs, 0600) so the next one starts with it. NULL: kept
+ * in memory only (the ns backend). */
+extern const char *agent_defaults_file;
+/* 0 or -errno. Load: -ENOENT when there is no file; a malformed one is
+ * -EINVAL and leaves d as it was. */
+int agent_defaults_save(const struct agent_defaults *d, const char *path);
+int agent_defaults_load(struct agent_defaults *d, const char *path);
+
 /* The op: check, then apply, answer RESULT {} or ERROR. */
 void agent_op_configure(struct agent *a, uint32_t id,
 			const struct json_t *req);

@@ -582,6 +582,92 @@ out:
 	return rc;
 }
 
+/* ---- kept across a restart of the agent (VM mode) ----------------------- */
+
+const char *agent_defaults_file;
+
+int
+agent_defaults_save(const struct agent_defaults *d, const char *path)
+{
+	char tmp[PATH_MAX];
+	json_t *j = json_object(), *env = json_array();
+	int rc = -ENOMEM, fd;
+
+	if (j == NULL || env == NULL)
+		goto out;
+	for (size_t i = 0; d->env && d->env[i]; i++)
+		if (json_array_append_new(env, json_string(d->env[i])) < 0)
+			goto out;
+	if (json_object_set(j, "env", d->env ? env : json_null()) < 0 ||
+	    json_object_set_new(j, "cwd", d->cwd ? json_string(d->cwd) : json_null()) < 0)
+		goto out;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		rc = -ENAMETOOLONG;
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = json_dumpfd(j, fd, JSON_COMPACT) < 0 ? -EIO : 0;
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc < 0)
+		unlink(tmp);
+out:
+	json_decref(env);
+	json_decref(j);
+	return rc;
+}
+
+int
+agent_defaults_load(struct agent_defaults *d, const char *path)
+{
+	json_error_t je;
+	json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &je), *env, *cwd, *v;
+	struct agent_defaults n = { 0 };
+	size_t i;
+	int rc = -EINVAL;
+
+	if (j == NULL)
+		return access(path, F_OK) < 0 ? -errno : -EINVAL;
+	env = json_object_get(j, "env");
+	cwd = json_object_get(j, "cwd");
+	if (!json_is_object(j) || (env && !json_is_null(env) && !json_is_array(env)) ||
+	    (cwd && !json_is_null(cwd) && !json_is_string(cwd)) ||
+	    json_array_size(env) > ENV_MAX)
+		goto out;
+	if (json_is_array(env)) {
+		if ((n.env = calloc(json_array_size(env) + 1, sizeof(*n.env))) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		json_array_foreach(env, i, v) {
+			if (!json_is_string(v) || strchr(json_string_value(v), '=') == NULL)
+				goto out;
+			if ((n.env[i] = strdup(json_string_value(v))) == NULL) {
+				rc = -ENOMEM;
+				goto out;
+			}
+		}
+	}
+	if (json_is_string(cwd) && (n.cwd = strdup(json_string_value(cwd))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	agent_defaults_fini(d);
+	*d = n;
+	n = (struct agent_defaults){ 0 };
+	rc = 0;
+out:
+	agent_defaults_fini(&n);
+	json_decref(j);
+	return rc;
+}
+
 /* ---- the op ------------------------------------------------------------ */
 
 static void
@@ -620,6 +706,13 @@ agent_op_configure(struct agent *a, uint32_t id, const json_t *req)
 		return;
 	}
 	rc = agent_config_apply(&c, a->defaults, &what, err, sizeof(err));
+	if (rc == 0 && (c.has_env || c.has_cwd) && agent_defaults_file) {
+		int e = agent_defaults_save(a->defaults, agent_defaults_file);
+
+		if (e < 0)
+			fprintf(stderr, "sluice-agent: %s: %s\n", agent_defaults_file,
+				strerror(-e));
+	}
 	agent_config_fini(&c);
 	if (rc < 0) {
 		snprintf(msg, sizeof(msg), "configure: %s", err);

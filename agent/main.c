@@ -259,6 +259,52 @@ serve_port(const char *path, bool forever, struct agent_defaults *defs)
 	}
 }
 
+/* A VM's PID 1 must never exit (the guest would panic), and out of
+ * memory the agent does exit. So PID 1 only reaps and supervises: the
+ * agent proper serves the port in a child (a subreaper for its own
+ * commands' orphans), started again if it ever ends. What "configure"
+ * set lives in that child and is lost with it; the host's next
+ * "configure" sets it again. Never returns. */
+#define AGENT_DEFAULTS_FILE "/run/sluice-agent.defaults"
+
+static void __attribute__((noreturn))
+vm_supervise(const char *vport, struct agent_defaults *defs)
+{
+	for (;;) {
+		pid_t server = fork();
+		int st = 0;
+
+		if (server == 0) {
+			prctl(PR_SET_CHILD_SUBREAPER, 1);
+			agent_defaults_file = AGENT_DEFAULTS_FILE;
+			if (agent_defaults_load(defs, agent_defaults_file) == -EINVAL)
+				fprintf(stderr, "sluice-agent: %s: malformed; not used\n",
+					agent_defaults_file);
+			for (;;)
+				serve_port(vport, true, defs);
+		}
+		if (server < 0) {
+			fprintf(stderr, "sluice-agent: fork: %s\n", strerror(errno));
+			sleep(1);
+			continue;
+		}
+		for (;;) {
+			pid_t p = wait(&st);
+
+			if (p == server)
+				break;
+			if (p < 0 && errno != EINTR) {
+				sleep(1); /* ECHILD cannot be: the server is ours */
+				break;
+			}
+		}
+		fprintf(stderr, "sluice-agent: the agent ended (%s %d); starting it again\n",
+			WIFSIGNALED(st) ? "signal" : "status",
+			WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		usleep(100 * 1000);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -280,8 +326,7 @@ main(int argc, char **argv)
 		sigaddset(&set, SIGCHLD);
 		sigprocmask(SIG_BLOCK, &set, NULL);
 		agent_vm_init(vport, sizeof(vport));
-		for (;;)
-			serve_port(vport, true, &defs);
+		vm_supervise(vport, &defs);
 	}
 
 	for (int i = 1; i < argc; i++) {

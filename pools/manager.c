@@ -79,7 +79,6 @@ struct pool_sbx {
 	TAILQ_ENTRY(pool_sbx) all;      /* m->all: every sandbox and tombstone */
 	TAILQ_ENTRY(pool_sbx) warm;     /* its pool's warm list */
 	bool on_warm;
-	bool parked;                    /* sbx_park()ed while warm */
 };
 
 TAILQ_HEAD(sbx_list, pool_sbx);
@@ -867,9 +866,7 @@ park_warm(struct pool_mgr *m, struct pool_sbx *s)
 	char err[256];
 	int rc = sbx_park(s->h, err, sizeof(err));
 
-	if (rc == 0)
-		s->parked = true;
-	else if (rc != -ENOTSUP)
+	if (rc < 0 && rc != -ENOTSUP)
 		mlog(m, POOL_LOG_WARN, "sandbox %s: cannot park (%s); it waits running", s->id,
 		     err);
 }
@@ -885,14 +882,16 @@ unpark_claimed(struct pool_mgr *m, struct pool_sbx *s, char *err, size_t errsz)
 	int rc;
 
 	(void)m;
-	if (!s->parked)
-		return 0;
+	/* Always asked, parked or not: a park that timed out may still have
+	 * taken effect, and an adopted sandbox that could not be parked
+	 * again has been standing still while the daemon was down. */
 	rc = sbx_unpark(s->h, e2, sizeof(e2));
+	if (rc == -ENOTSUP)
+		return 0;
 	if (rc < 0) {
 		snprintf(err, errsz, "sandbox %s: cannot resume: %s", s->id, e2);
 		return rc;
 	}
-	s->parked = false;
 	rc = sbx_agent_refresh_sync(s->agent, HELLO_TIMEOUT_MS, e2, sizeof(e2));
 	if (rc < 0) {
 		snprintf(err, errsz, "sandbox %s: agent did not take the time and entropy: %s",
@@ -1437,8 +1436,12 @@ restore(struct pool_mgr *m, char *err, size_t errsz)
 	if (keep) {
 		for (i = 0; i < n; i++)
 			keep[i] = json_string_value(json_array_get(r.adopted, i));
-		for (const char *b = "ns"; b; b = NULL) {
-			const struct sbx_backend *be = sbx_backend_get(b);
+		/* Every backend this host runs: a sandbox whose adoption
+		 * failed while it still ran is ended here too. */
+		static const char *const backends[] = { "ns", "vm" };
+
+		for (i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
+			const struct sbx_backend *be = sbx_backend_get(backends[i]);
 			int k = be ? sbx_sweep(be, keep, n, e2, sizeof(e2)) : 0;
 
 			if (k < 0)

@@ -1297,8 +1297,10 @@ sbx_agent_refresh_sync(struct sbx_agent_conn *c, int timeout_ms, char *err, size
 	int rc;
 
 	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed)) {
-		snprintf(err, errsz, "getrandom: %s", strerror(errno));
-		return -errno;
+		int e = errno ? errno : EIO; /* a short read leaves errno alone */
+
+		snprintf(err, errsz, "getrandom: %s", strerror(e));
+		return -e;
 	}
 	sbx_b64_encode(seed, sizeof(seed), b64);
 	explicit_bzero(seed, sizeof(seed));

@@ -129,6 +129,16 @@ x "$A" '{"argv":["sh","-c","echo x > /usr/sluice-test"]}'
 check "the template is read-only or private: a write to /usr stays in this sandbox" \
 	eval 'x "$B2" "{\"argv\":[\"test\",\"!\",\"-e\",\"/usr/sluice-test\"]}"; is "d[\"exit_code\"]" 0'
 
+# Guest root killing the agent (the command's parent): a VM's PID 1 starts
+# it again; a namespace's PID 1 cannot be killed from inside. Either way
+# the sandbox keeps serving.
+x "$A" '{"argv":["sh","-c","kill -9 $PPID; sleep 1"],"timeout_seconds":5}'
+x "$A" '{"argv":["echo","still here"]}'
+check "after its agent is killed from inside, the sandbox still runs commands" \
+	eval 'status 200 && out_is "still here"'
+x "$A" '{"argv":["sh","-c","echo $http_proxy"]}'
+check "... with the proxy variables it was configured with" out_is "http://10.88.1.1:3128"
+
 # --- files ----------------------------------------------------------------------
 head -c 3M /dev/urandom >"$E2E_TMP/three"
 SUM3=$(sha256sum <"$E2E_TMP/three" | cut -d' ' -f1)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -367,6 +368,45 @@ test_apply_env_cwd(void **state)
 	agent_defaults_fini(&d);
 }
 
+/* The defaults kept across a restart of the agent: malformed files first
+ * (each leaves what was there), then a round trip. */
+static void
+test_defaults_file(void **state)
+{
+	static const char *const bad[] = {
+		"", "[]", "{\"env\": 1}", "{\"env\": [1]}", "{\"env\": [\"NOEQUALS\"]}",
+		"{\"cwd\": 7}", "{\"env\": [\"A=1\"], \"env\": [\"B=2\"]}", "{\"env\": [\"A=1\"",
+	};
+	char path[] = "/tmp/sl-test-defaults.XXXXXX";
+	char *env[] = { "A=1", "PATH=/bin", NULL };
+	struct agent_defaults d = { 0 }, in = { .env = env, .cwd = "/work" };
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		FILE *f = fopen(path, "w");
+
+		assert_non_null(f);
+		fputs(bad[i], f);
+		fclose(f);
+		assert_int_equal(agent_defaults_load(&d, path), -EINVAL);
+		assert_null(d.env);
+		assert_null(d.cwd);
+	}
+	assert_int_equal(agent_defaults_save(&in, path), 0);
+	assert_int_equal(agent_defaults_load(&d, path), 0);
+	assert_non_null(d.env);
+	assert_string_equal(d.env[0], "A=1");
+	assert_string_equal(d.env[1], "PATH=/bin");
+	assert_null(d.env[2]);
+	assert_string_equal(d.cwd, "/work");
+	agent_defaults_fini(&d);
+	unlink(path);
+	assert_int_equal(agent_defaults_load(&d, path), -ENOENT);
+}
+
 int
 main(void)
 {
@@ -381,6 +421,7 @@ main(void)
 		cmocka_unit_test(test_good),
 		cmocka_unit_test(test_b64_ipv4),
 		cmocka_unit_test(test_apply_env_cwd),
+		cmocka_unit_test(test_defaults_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
