@@ -63,12 +63,18 @@ certs: { ca_cert: $E2E_TMP/ca.pem, ca_key: $E2E_TMP/ca.key }
 YAML
 
 PID=
+# Waits for this start's own "started" line (an earlier run's is in the
+# log too, and a killed one leaves its socket behind).
 start_daemon() {
+	mark
 	nsenter --net="/run/netns/$gw" "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>>"$LOG" &
 	PID=$!
 	track "$PID"
-	wait_for "$LOG" "sluiced [0-9.]+ started" 60 || return 1
-	for _ in $(seq 100); do [ -S "$SOCK" ] && return 0; sleep 0.1; done
+	for _ in $(seq 600); do
+		since | grep -Eq "sluiced [0-9.]+ started" && [ -S "$SOCK" ] && return 0
+		kill -0 "$PID" 2>/dev/null || return 1
+		sleep 0.1
+	done
 	return 1
 }
 # x ID JSON: POST /v1/sandboxes/ID/exec.
@@ -171,20 +177,27 @@ x "$A" '{"argv":["sh","-c","ip -4 -o addr show | grep -v \" lo \" | grep -o \"in
 has_addr() { [[ $(j 'd["stdout"]') == *"inet $1/"* ]] || { echo "    got: $B" >&2; return 1; }; }
 check "network: the sandbox has its own address ($A_ADDR)" has_addr "$A_ADDR"
 
-# --- a restart: sandboxes outlive the daemon and are adopted again ---------------
-kill -TERM "$PID"
-wait "$PID" 2>/dev/null || true
-if ! start_daemon; then
-	fail "the daemon starts again"
-	dump_log
-	finish
-fi
-check "the claim is adopted again" eval 'op GET "/v1/sandboxes/$A"; status 200 && is "d[\"state\"]" claimed'
-x "$A" '{"argv":["sha256sum","/tmp/three"]}'
-check "its files are still there" eval 'is "d[\"stdout\"].split()[0]" "$SUM3"'
-x "$A" '{"argv":["curl","-sS","-m","20","http://origin.test/"],"timeout_seconds":30}'
-check "its network still works" out_is "hello from origin"
-check "the pool is warm again" wait_warm p 1 120
+# --- restarts: sandboxes outlive the daemon and are adopted again ---------------
+# A clean stop (SIGTERM leaves them running), then a crash (SIGKILL).
+for sig in TERM KILL; do
+	kill "-$sig" "$PID"
+	wait "$PID" 2>/dev/null || true
+	if ! start_daemon; then
+		fail "the daemon starts again after SIG$sig"
+		dump_log
+		finish
+	fi
+	check "after SIG$sig the claim is adopted again" \
+		eval 'op GET "/v1/sandboxes/$A"; status 200 && is "d[\"state\"]" claimed'
+	x "$A" '{"argv":["sha256sum","/tmp/three"]}'
+	check "its files are still there" eval 'is "d[\"stdout\"].split()[0]" "$SUM3"'
+	x "$A" '{"argv":["curl","-sS","-m","20","http://origin.test/"],"timeout_seconds":30}'
+	check "its network still works" out_is "hello from origin"
+	x "$A" '{"argv":["sh","-c","echo $(( $(date +%s) / 60 ))"]}'
+	check "its clock is still the host's" \
+		eval 'g=$(j "d[\"stdout\"].strip()"); h=$(( $(date +%s) / 60 )); [ "$g" -ge $((h - 1)) ] && [ "$g" -le $((h + 1)) ]'
+	check "the pool is warm again" wait_warm p 1 120
+done
 claim unix "" '{"pool":"p"}'
 C=$ID
 check "a claim after the restart: 201" status 201
