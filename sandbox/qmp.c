@@ -1,10 +1,15 @@
 /* qmp.c: a small blocking QMP client for the `vm` backend. Every call
  * takes an absolute deadline (CLOCK_MONOTONIC ms); events that arrive
- * while a command waits are skipped. The framing and message parsing are
- * pure (sbx_qmp_frame, sbx_qmp_parse) and unit-tested. */
+ * while a command waits are skipped, and so is any reply whose "id" is not
+ * the command's. A command that times out or loses step marks the
+ * connection broken; the next command reconnects. The framing, message
+ * parsing and command encoding are pure (sbx_qmp_frame, sbx_qmp_parse,
+ * sbx_qmp_line) and unit-tested. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +24,11 @@
 
 struct sbx_qmp {
 	int fd;
+	bool broken;   /* out of step: reconnect before the next command */
+	bool skipping; /* dropping the rest of an over-long line */
+	int want_pid;
+	long long next_id;
+	char path[108];
 	size_t len;
 	char buf[SBX_QMP_LINE_MAX];
 };
@@ -52,6 +62,9 @@ sbx_qmp_parse(const char *line, size_t len, struct sbx_qmp_msg *out, char *err, 
 		json_decref(j);
 		return sbx_fail(err, errsz, -EPROTO, "qmp: not a JSON object");
 	}
+	out->id = -1;
+	if (json_is_integer(json_object_get(j, "id")))
+		out->id = (long long)json_integer_value(json_object_get(j, "id"));
 	if ((v = json_object_get(j, "return"))) {
 		out->kind = SBX_QMP_RETURN;
 		out->value = json_incref(v);
@@ -87,20 +100,74 @@ now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+char *
+sbx_qmp_line(const char *cmd, const json_t *args, long long id, size_t *len)
+{
+	json_t *j = json_pack("{s:s, s:I}", "execute", cmd, "id", (json_int_t)id);
+	char *txt, *line;
+	size_t n;
+
+	if (j && args && json_object_set(j, "arguments", (json_t *)(uintptr_t)args) < 0) {
+		json_decref(j);
+		return NULL;
+	}
+	txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!txt)
+		return NULL;
+	n = strlen(txt);
+	if (!(line = realloc(txt, n + 2))) {
+		free(txt);
+		return NULL;
+	}
+	line[n] = '\n';
+	line[n + 1] = 0;
+	*len = n + 1;
+	return line;
+}
+
+/* Drops the first n bytes of q->buf. */
+static void
+consume(struct sbx_qmp *q, size_t n)
+{
+	memmove(q->buf, q->buf + n, q->len - n);
+	q->len -= n;
+}
+
+/* Frames the next line out of q->buf, dropping the rest of an over-long
+ * line: 1 with *ll, or 0 when more is needed. */
+static int
+next_line(struct sbx_qmp *q, size_t *ll)
+{
+	for (;;) {
+		int r = sbx_qmp_frame(q->buf, q->len, sizeof(q->buf), ll);
+		if (r == 1 && q->skipping) {
+			consume(q, *ll + 1);
+			q->skipping = false;
+			continue;
+		}
+		if (r == 1)
+			return 1;
+		if (r < 0) { /* no newline in a full buffer: skip to the next one */
+			q->skipping = true;
+			q->len = 0;
+		} else if (q->skipping) {
+			q->len = 0;
+		}
+		return 0;
+	}
+}
+
 /* The next message (any kind) until deadline. */
 static int
 read_msg(struct sbx_qmp *q, struct sbx_qmp_msg *m, int64_t deadline, char *err, size_t errsz)
 {
 	for (;;) {
 		size_t ll;
-		int r = sbx_qmp_frame(q->buf, q->len, sizeof(q->buf), &ll);
-		if (r < 0)
-			return sbx_fail(err, errsz, -EPROTO, "qmp: a line over %zu bytes",
-			                sizeof(q->buf));
-		if (r == 1) {
+		int r;
+		if (next_line(q, &ll) == 1) {
 			r = sbx_qmp_parse(q->buf, ll, m, err, errsz);
-			memmove(q->buf, q->buf + ll + 1, q->len - ll - 1);
-			q->len -= ll + 1;
+			consume(q, ll + 1);
 			if (r < 0 || ll == 0) {
 				if (r < 0)
 					return r;
@@ -128,11 +195,53 @@ read_msg(struct sbx_qmp *q, struct sbx_qmp_msg *m, int64_t deadline, char *err, 
 	}
 }
 
+/* Discards whatever complete lines are waiting (events, stale replies)
+ * without blocking; a partial line stays. -EPIPE if QEMU closed. */
 static int
-send_all(struct sbx_qmp *q, const char *s, size_t n, int64_t deadline, char *err, size_t errsz)
+drain(struct sbx_qmp *q)
+{
+	for (;;) {
+		size_t ll;
+		while (next_line(q, &ll) == 1)
+			consume(q, ll + 1);
+		ssize_t n = read(q->fd, q->buf + q->len, sizeof(q->buf) - q->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0)
+			return -EPIPE;
+		q->len += (size_t)n;
+	}
+}
+
+/* Sends s[0..n), the first byte carrying fd (>= 0) as SCM_RIGHTS. */
+static int
+send_all(struct sbx_qmp *q, const char *s, size_t n, int fd, int64_t deadline, char *err,
+         size_t errsz)
 {
 	while (n) {
-		ssize_t w = send(q->fd, s, n, MSG_NOSIGNAL);
+		ssize_t w;
+		if (fd >= 0) {
+			union {
+				struct cmsghdr h;
+				char b[CMSG_SPACE(sizeof(int))];
+			} u;
+			struct iovec iov = {.iov_base = (void *)(uintptr_t)s, .iov_len = n};
+			struct msghdr mh = {.msg_iov = &iov,
+			                    .msg_iovlen = 1,
+			                    .msg_control = u.b,
+			                    .msg_controllen = sizeof(u.b)};
+			memset(&u, 0, sizeof(u));
+			struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(c), &fd, sizeof(int));
+			w = sendmsg(q->fd, &mh, MSG_NOSIGNAL);
+		} else {
+			w = send(q->fd, s, n, MSG_NOSIGNAL);
+		}
 		if (w < 0 && errno == EAGAIN) {
 			struct pollfd pfd = {.fd = q->fd, .events = POLLOUT};
 			int64_t left = deadline - now_ms();
@@ -146,6 +255,8 @@ send_all(struct sbx_qmp *q, const char *s, size_t n, int64_t deadline, char *err
 		if (w < 0)
 			return sbx_fail(err, errsz, errno == EPIPE ? -EPIPE : -errno,
 			                "qmp: send: %s", strerror(errno));
+		if (w > 0)
+			fd = -1; /* it went with the first byte */
 		s += w;
 		n -= (size_t)w;
 	}
@@ -153,113 +264,160 @@ send_all(struct sbx_qmp *q, const char *s, size_t n, int64_t deadline, char *err
 }
 
 int
-sbx_qmp_cmd(struct sbx_qmp *q, const char *cmd, const json_t *args, json_t **ret,
-            int64_t deadline_ms, char *err, size_t errsz)
+sbx_vm_unix_connect(const char *path, int want_pid, int64_t deadline_ms, char *err, size_t errsz)
 {
-	json_t *j;
-	char *txt;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, e;
+
+	if (sbx_pathf(sa.sun_path, sizeof(sa.sun_path), "%s", path) < 0)
+		return sbx_fail(err, errsz, -ENAMETOOLONG, "%s: too long for a socket", path);
+	for (;;) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			return sbx_fail(err, errsz, -errno, "socket: %s", strerror(errno));
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			break;
+		e = errno;
+		if (e == EINPROGRESS) {
+			/* not what a unix socket does today, but bounded all the same */
+			struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+			int64_t left = deadline_ms - now_ms();
+			socklen_t el = sizeof(e);
+			if (left > 0 && poll(&pfd, 1, (int)left) > 0 &&
+			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0)
+				break;
+			if (!e)
+				e = ETIMEDOUT;
+		}
+		close(fd);
+		/* ENOENT/ECONNREFUSED: not listening yet; EAGAIN: its backlog
+		 * (of one) is full */
+		if ((e != ENOENT && e != ECONNREFUSED && e != EAGAIN) || now_ms() >= deadline_ms)
+			return sbx_fail(err, errsz, -e, "connect %s: %s", path, strerror(e));
+		nanosleep(&(struct timespec){0, 5000000}, NULL);
+	}
+	if (want_pid > 0) {
+		struct ucred uc;
+		socklen_t ul = sizeof(uc);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) < 0 || uc.pid != want_pid) {
+			close(fd);
+			return sbx_fail(err, errsz, -EPERM, "%s is not QEMU's socket (pid %d)",
+			                path, want_pid);
+		}
+	}
+	return fd;
+}
+
+/* (Re)connects q: greeting, capabilities. */
+static int qmp_connect(struct sbx_qmp *q, int64_t deadline_ms, char *err, size_t errsz);
+
+int
+sbx_qmp_cmd_fd(struct sbx_qmp *q, const char *cmd, const json_t *args, int fd, json_t **ret,
+               int64_t deadline_ms, char *err, size_t errsz)
+{
+	char *line;
+	size_t n;
+	long long id;
 	int rc;
 
 	if (ret)
 		*ret = NULL;
 	if (!q)
 		return sbx_fail(err, errsz, -EPIPE, "qmp: not connected");
-	j = json_pack("{s:s}", "execute", cmd);
-	if (j && args)
-		json_object_set(j, "arguments", (json_t *)(uintptr_t)args);
-	txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	json_decref(j);
-	if (!txt)
-		return sbx_fail(err, errsz, -ENOMEM, "qmp: out of memory");
-	size_t n = strlen(txt);
-	char *line = realloc(txt, n + 2);
-	if (!line) {
-		free(txt);
-		return sbx_fail(err, errsz, -ENOMEM, "qmp: out of memory");
-	}
-	line[n] = '\n';
-	line[n + 1] = 0;
-	rc = send_all(q, line, n + 1, deadline_ms, err, errsz);
-	free(line);
-	if (rc < 0)
+	if ((q->broken || q->fd < 0) && (rc = qmp_connect(q, deadline_ms, err, errsz)) < 0)
 		return rc;
+	if (drain(q) < 0) {
+		q->broken = true;
+		return sbx_fail(err, errsz, -EPIPE, "qmp: QEMU closed the monitor");
+	}
+	id = ++q->next_id;
+	if (!(line = sbx_qmp_line(cmd, args, id, &n)))
+		return sbx_fail(err, errsz, -ENOMEM, "qmp: out of memory");
+	rc = send_all(q, line, n, fd, deadline_ms, err, errsz);
+	free(line);
+	if (rc < 0) {
+		q->broken = true;
+		return rc;
+	}
 	for (;;) {
 		struct sbx_qmp_msg m;
-		if ((rc = read_msg(q, &m, deadline_ms, err, errsz)) < 0)
+		if ((rc = read_msg(q, &m, deadline_ms, err, errsz)) < 0) {
+			q->broken = true; /* a late reply would be out of step */
 			return rc;
-		switch (m.kind) {
-		case SBX_QMP_RETURN:
+		}
+		if (m.kind == SBX_QMP_RETURN && m.id == id) {
 			if (ret)
 				*ret = m.value;
 			else
 				json_decref(m.value);
 			return 0;
-		case SBX_QMP_ERROR:
+		}
+		json_decref(m.value);
+		if (m.kind == SBX_QMP_ERROR && m.id == id)
 			return sbx_fail(err, errsz, -EREMOTEIO, "qmp %s: %s: %s", cmd, m.name,
 			                m.desc);
-		default:
-			break; /* events, a stray greeting: skipped */
-		}
+		/* events, a stray greeting, another command's reply: skipped */
 	}
+}
+
+int
+sbx_qmp_cmd(struct sbx_qmp *q, const char *cmd, const json_t *args, json_t **ret,
+            int64_t deadline_ms, char *err, size_t errsz)
+{
+	return sbx_qmp_cmd_fd(q, cmd, args, -1, ret, deadline_ms, err, errsz);
+}
+
+static int
+qmp_connect(struct sbx_qmp *q, int64_t deadline_ms, char *err, size_t errsz)
+{
+	struct sbx_qmp_msg m;
+	int rc;
+
+	if (q->fd >= 0)
+		close(q->fd);
+	q->fd = -1;
+	q->len = 0;
+	q->skipping = false;
+	q->broken = true;
+	if ((rc = q->fd = sbx_vm_unix_connect(q->path, q->want_pid, deadline_ms, err, errsz)) < 0)
+		return rc;
+	if ((rc = read_msg(q, &m, deadline_ms, err, errsz)) < 0)
+		return rc;
+	json_decref(m.value);
+	if (m.kind != SBX_QMP_GREETING)
+		return sbx_fail(err, errsz, -EPROTO, "qmp: no greeting from QEMU");
+	q->broken = false;
+	if ((rc = sbx_qmp_cmd(q, "qmp_capabilities", NULL, NULL, deadline_ms, err, errsz)) < 0)
+		q->broken = true;
+	return rc;
 }
 
 int
 sbx_qmp_open(const char *path, int want_pid, int64_t deadline_ms, struct sbx_qmp **out, char *err,
              size_t errsz)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct sbx_qmp *q;
-	struct sbx_qmp_msg m;
 	int rc;
 
 	*out = NULL;
-	if (sbx_pathf(sa.sun_path, sizeof(sa.sun_path), "%s", path) < 0)
-		return sbx_fail(err, errsz, -ENAMETOOLONG, "qmp: %s: too long for a socket", path);
 	if (!(q = sbx_calloc(1, sizeof(*q))))
 		return sbx_fail(err, errsz, -ENOMEM, "qmp: out of memory");
-	for (;;) {
-		q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (q->fd < 0) {
-			rc = sbx_fail(err, errsz, -errno, "qmp: socket: %s", strerror(errno));
-			goto fail;
-		}
-		if (connect(q->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-			break;
-		rc = -errno;
-		close(q->fd);
-		q->fd = -1;
-		if ((rc != -ENOENT && rc != -ECONNREFUSED && rc != -EAGAIN) ||
-		    now_ms() >= deadline_ms) {
-			rc = sbx_fail(err, errsz, rc, "qmp: connect %s: %s", path, strerror(-rc));
-			goto fail;
-		}
-		nanosleep(&(struct timespec){0, 5000000}, NULL);
+	q->fd = -1;
+	q->want_pid = want_pid;
+	if (sbx_pathf(q->path, sizeof(q->path), "%s", path) < 0) {
+		free(q);
+		return sbx_fail(err, errsz, -ENAMETOOLONG, "qmp: %s: too long for a socket", path);
 	}
-	if (want_pid > 0) {
-		struct ucred uc;
-		socklen_t ul = sizeof(uc);
-		if (getsockopt(q->fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) < 0 ||
-		    uc.pid != want_pid) {
-			rc = sbx_fail(err, errsz, -EPERM, "qmp: %s is not QEMU's (pid %d)", path,
-			              want_pid);
-			goto fail;
-		}
+	if ((rc = qmp_connect(q, deadline_ms, err, errsz)) < 0) {
+		char e2[256];
+		snprintf(e2, sizeof(e2), "%s", err && errsz ? err : "");
+		if (e2[0] && strncmp(e2, "qmp", 3) != 0)
+			sbx_fail(err, errsz, rc, "qmp: %s", e2);
+		sbx_qmp_close(q);
+		return rc;
 	}
-	fcntl(q->fd, F_SETFL, O_NONBLOCK);
-	if ((rc = read_msg(q, &m, deadline_ms, err, errsz)) < 0)
-		goto fail;
-	json_decref(m.value);
-	if (m.kind != SBX_QMP_GREETING) {
-		rc = sbx_fail(err, errsz, -EPROTO, "qmp: no greeting from QEMU");
-		goto fail;
-	}
-	if ((rc = sbx_qmp_cmd(q, "qmp_capabilities", NULL, NULL, deadline_ms, err, errsz)) < 0)
-		goto fail;
 	*out = q;
 	return 0;
-fail:
-	sbx_qmp_close(q);
-	return rc;
 }
 
 void

@@ -11,8 +11,10 @@
 
 /* ---- QMP (qmp.c) ------------------------------------------------------
  * QEMU's monitor protocol: one JSON object per line. A client reads the
- * greeting, sends qmp_capabilities, then commands; between a command and
- * its return QEMU may send events, which are skipped here. */
+ * greeting, sends qmp_capabilities, then commands, each tagged with an
+ * "id" that QEMU echoes in its reply; between a command and its return
+ * QEMU may send events, which are skipped here, as are replies to other
+ * ids. */
 
 #define SBX_QMP_LINE_MAX 65536 /* a longer line is out of step */
 
@@ -29,6 +31,7 @@ struct sbx_qmp_msg {
 	                         else NULL */
 	char name[64];        /* EVENT: its name; ERROR: its class */
 	char desc[256];       /* ERROR: its description */
+	long long id;         /* RETURN, ERROR: the integer "id" echoed; -1 none */
 };
 
 /* Framing: is there a complete line in buf[0..len)? 1 with *linelen (the
@@ -41,7 +44,20 @@ int sbx_qmp_frame(const char *buf, size_t len, size_t cap, size_t *linelen);
  * json_decref()s out->value. */
 int sbx_qmp_parse(const char *line, size_t len, struct sbx_qmp_msg *out, char *err, size_t errsz);
 
+/* One command as a line: {"execute":cmd,"id":id[,"arguments":args]}\n
+ * (args borrowed, NULL or an object). malloc()ed, length in *len; NULL
+ * when out of memory. Pure. */
+char *sbx_qmp_line(const char *cmd, const struct json_t *args, long long id, size_t *len);
+
 struct sbx_qmp;
+
+/* Connects a non-blocking unix stream socket to path, retrying while it
+ * does not exist yet, refuses, or its backlog is full, until deadline_ms
+ * (CLOCK_MONOTONIC); never blocks past it. want_pid > 0: the listener must
+ * be that process (SO_PEERCRED). The fd (O_NONBLOCK, CLOEXEC), or -errno
+ * with err set. */
+int sbx_vm_unix_connect(const char *path, int want_pid, int64_t deadline_ms, char *err,
+                        size_t errsz);
 
 /* Connects to the monitor socket at path (retrying while it does not
  * exist yet or refuses, until deadline_ms, CLOCK_MONOTONIC), reads the
@@ -55,6 +71,11 @@ int sbx_qmp_open(const char *path, int want_pid, int64_t deadline_ms, struct sbx
  * -ETIMEDOUT; -EPIPE; -EPROTO. */
 int sbx_qmp_cmd(struct sbx_qmp *q, const char *cmd, const struct json_t *args, struct json_t **ret,
                 int64_t deadline_ms, char *err, size_t errsz);
+/* The same, the command's bytes carrying fd (borrowed; QEMU gets a copy)
+ * as SCM_RIGHTS, as "getfd" wants. A timeout or a lost connection marks
+ * q broken: the next command reconnects first. */
+int sbx_qmp_cmd_fd(struct sbx_qmp *q, const char *cmd, const struct json_t *args, int fd,
+                   struct json_t **ret, int64_t deadline_ms, char *err, size_t errsz);
 void sbx_qmp_close(struct sbx_qmp *q);
 
 /* ---- vm (vm.c) ------------------------------------------------------- */
@@ -89,5 +110,13 @@ int sbx_vm_cmdline(char *out, size_t cap, const char *hostname, unsigned long ts
 /* "cpu MHz : 2445.404" lines of /proc/cpuinfo text: the first in kHz, or
  * 0. Pure. */
 unsigned long sbx_vm_cpuinfo_khz(const char *cpuinfo);
+
+/* A QEMU option value (a path) with every ',' doubled, as QEMU's option
+ * parsers want, into out: 0, or -ENAMETOOLONG when it does not fit. Pure. */
+int sbx_vm_opt_escape(char *out, size_t cap, const char *in);
+
+/* How long to wait before retrying a snapshot that failed `fails` (>= 1)
+ * times in a row: 30 s doubling to 10 min. Pure. */
+int64_t sbx_vm_backoff_ms(unsigned fails);
 
 #endif

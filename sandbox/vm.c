@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
 #include <poll.h>
@@ -29,7 +30,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -64,6 +67,7 @@ struct sbx {
 	bool child; /* ours to waitpid */
 	unsigned long long start_time;
 	int agent_fd;
+	int tap_fd; /* during a start: the tap, given to QEMU */
 	struct sbx_qmp *qmp;
 	int nl_peer;
 	char peer_ifname[SBX_IFNAME_MAX + 1];
@@ -197,6 +201,7 @@ kvm_opens(void)
 
 struct args {
 	int n;
+	bool overflow; /* an argument did not fit: the command line is wrong */
 	char *v[80];
 	size_t used;
 	char buf[16384];
@@ -207,17 +212,23 @@ static void __attribute__((format(printf, 2, 3))) arg(struct args *a, const char
 	va_list ap;
 	int k;
 
-	if (a->n >= (int)(sizeof(a->v) / sizeof(a->v[0])) - 1 || a->used >= sizeof(a->buf))
+	if (a->n >= (int)(sizeof(a->v) / sizeof(a->v[0])) - 1 || a->used >= sizeof(a->buf)) {
+		a->overflow = true;
 		return;
+	}
 	va_start(ap, fmt);
 	k = vsnprintf(a->buf + a->used, sizeof(a->buf) - a->used, fmt, ap);
 	va_end(ap);
-	if (k < 0 || (size_t)k >= sizeof(a->buf) - a->used)
+	if (k < 0 || (size_t)k >= sizeof(a->buf) - a->used) {
+		a->overflow = true;
 		return;
+	}
 	a->v[a->n++] = a->buf + a->used;
 	a->v[a->n] = NULL;
 	a->used += (size_t)k + 1;
 }
+
+#define TAP_FD 4 /* the tap's fd number in QEMU (3: the exec error pipe) */
 
 struct boot {
 	const char *dir;   /* state dir: sockets */
@@ -228,19 +239,30 @@ struct boot {
 	const char *ram; /* memory-backend-file path, or NULL (anonymous) */
 	bool ram_shared; /* share=on (the template) */
 	bool incoming;   /* -incoming defer */
-	const char *tap; /* ifname, or NULL: hubport */
+	bool tap;        /* a tap at TAP_FD, else a hubport (no network) */
 	const char *hostname;
 };
 
-static void
+/* QEMU's command line for b into a: 0, or -E2BIG (a path too long). Every
+ * path inside an option value goes through sbx_vm_opt_escape(). */
+static int
 build_args(struct args *a, const struct boot *b)
 {
-	char cl[512];
+	char cl[512], dir[PATH_MAX * 2], img[PATH_MAX * 2], ram[PATH_MAX * 2];
 
 	a->n = 0;
 	a->used = 0;
-	sbx_vm_cmdline(cl, sizeof(cl), b->hostname, b->kvm ? 0 : host_khz());
+	a->overflow = false;
+	if (sbx_vm_cmdline(cl, sizeof(cl), b->hostname, b->kvm ? 0 : host_khz()) < 0 ||
+	    sbx_vm_opt_escape(dir, sizeof(dir), b->dir) < 0 ||
+	    sbx_vm_opt_escape(img, sizeof(img), b->image) < 0 ||
+	    sbx_vm_opt_escape(ram, sizeof(ram), b->ram ? b->ram : "") < 0)
+		return -E2BIG;
 	arg(a, "%s", qemu_bin());
+	/* seccomp: no obsolete calls, no set*id, no fork/exec, no
+	 * priorities or affinities */
+	arg(a, "-sandbox");
+	arg(a, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
 	arg(a, "-M");
 	arg(a, "microvm,acpi=on,pit=off,pic=off%s", b->ram ? ",memory-backend=ram" : "");
 	arg(a, "-nodefaults");
@@ -261,9 +283,10 @@ build_args(struct args *a, const struct boot *b)
 	arg(a, "%uM", b->mem_mb);
 	if (b->ram) {
 		arg(a, "-object");
-		arg(a, "memory-backend-file,id=ram,size=%uM,mem-path=%s,share=%s", b->mem_mb,
-		    b->ram, b->ram_shared ? "on" : "off");
+		arg(a, "memory-backend-file,id=ram,size=%uM,mem-path=%s,share=%s", b->mem_mb, ram,
+		    b->ram_shared ? "on" : "off");
 	}
+	/* -kernel, -initrd and -append take their value whole */
 	arg(a, "-kernel");
 	arg(a, "%s/vmlinux", b->img_dir);
 	arg(a, "-initrd");
@@ -277,40 +300,71 @@ build_args(struct args *a, const struct boot *b)
 	arg(a, "-device");
 	arg(a, "virtio-serial-device");
 	arg(a, "-chardev");
-	arg(a, "socket,id=agent,path=%s/agent.sock,server=on,wait=off", b->dir);
+	arg(a, "socket,id=agent,path=%s/agent.sock,server=on,wait=off", dir);
 	arg(a, "-device");
 	arg(a, "virtserialport,chardev=agent,name=sluice.agent");
 	arg(a, "-drive");
-	arg(a, "if=none,id=root,file=%s,format=raw,readonly=on", b->image);
+	arg(a, "if=none,id=root,file=%s,format=raw,readonly=on", img);
 	arg(a, "-device");
 	arg(a, "virtio-blk-device,drive=root");
 	arg(a, "-device");
 	arg(a, "virtio-rng-device");
 	arg(a, "-netdev");
 	if (b->tap)
-		arg(a, "tap,id=net0,ifname=%s,script=no,downscript=no,vhost=off", b->tap);
+		arg(a, "tap,id=net0,fd=%d,vhost=off", TAP_FD);
 	else
 		arg(a, "hubport,id=net0,hubid=0");
 	arg(a, "-device");
 	arg(a, "virtio-net-device,netdev=net0");
-	arg(a, "-qmp");
-	arg(a, "unix:%s/qmp.sock,server=on,wait=off", b->dir);
+	arg(a, "-chardev");
+	arg(a, "socket,id=qmp,path=%s/qmp.sock,server=on,wait=off", dir);
+	arg(a, "-mon");
+	arg(a, "chardev=qmp,mode=control");
 	if (b->incoming) {
 		arg(a, "-incoming");
 		arg(a, "defer");
 	}
+	return a->overflow ? -E2BIG : 0;
 }
 
-/* Forks QEMU: the child enters netns (fd, or -1: ours), its own session
- * and the cgroup (cgprocs: NULL-terminated "<dir>/cgroup.procs" paths),
- * keeps only stdio (QEMU's messages to <dir>/qemu.log) and execs. The
- * parent gets the pid and a pidfd. */
+/* How a QEMU is launched beyond its arguments. */
+struct launch_opt {
+	int netns;                      /* enter it (-1: stay in ours) */
+	int tap_fd;                     /* given to QEMU as TAP_FD (-1: none) */
+	char (*cgprocs)[PATH_MAX + 16]; /* "<dir>/cgroup.procs" paths to join */
+	size_t ncg;
+	unsigned long long fsize; /* RLIMIT_FSIZE: bounds qemu.log and any file */
+	bool die_with_us;         /* PR_SET_PDEATHSIG: the template builder */
+};
+
 static int
-launch(const struct args *a, const char *dir, int netns, char cgprocs[][PATH_MAX + 16], size_t ncg,
-       pid_t *pid, int *pidfd, char *err, size_t errsz)
+cap_last_cap(void)
 {
+	char buf[32];
+	int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return CAP_LAST_CAP;
+	buf[n] = 0;
+	return atoi(buf) > 0 ? atoi(buf) : CAP_LAST_CAP;
+}
+
+/* Forks QEMU: the child enters the netns, its own session and the
+ * cgroups, keeps only stdio (QEMU's messages to <dir>/qemu.log) and the
+ * tap, bounds file sizes, drops every capability (bounding, ambient,
+ * effective, permitted, inheritable) under no_new_privs, and execs with
+ * PATH as its whole environment. The parent gets the pid and a pidfd. */
+static int
+launch(const struct args *a, const char *dir, const struct launch_opt *o, pid_t *pid, int *pidfd,
+       char *err, size_t errsz)
+{
+	static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
 	char logp[PATH_MAX + 16];
-	int ep[2], logfd, nul, e = 0;
+	int ep[2], logfd, nul, e = 0, last = cap_last_cap();
+	pid_t parent = getpid();
 	ssize_t n;
 	pid_t p;
 
@@ -336,31 +390,59 @@ launch(const struct args *a, const char *dir, int netns, char cgprocs[][PATH_MAX
 	}
 	if (p == 0) {
 		const char *step = "setns";
+		struct __user_cap_header_struct ch = {.version = _LINUX_CAPABILITY_VERSION_3};
+		struct __user_cap_data_struct cd[2];
 		sigset_t all;
-		if (netns >= 0 && setns(netns, CLONE_NEWNET) < 0)
+		int hi_ep, hi_tap = -1;
+		if (o->die_with_us && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent))
+			_exit(127);
+		if (o->netns >= 0 && setns(o->netns, CLONE_NEWNET) < 0)
 			goto cfail;
 		step = "setsid";
 		if (setsid() < 0)
 			goto cfail;
 		step = "cgroup";
-		for (size_t i = 0; i < ncg; i++) {
-			int fd = open(cgprocs[i], O_WRONLY | O_CLOEXEC);
+		for (size_t i = 0; i < o->ncg; i++) {
+			int fd = open(o->cgprocs[i], O_WRONLY | O_CLOEXEC);
 			if (fd < 0 || write(fd, "0", 1) != 1)
 				goto cfail;
 			close(fd);
 		}
 		step = "dup2";
-		if (dup2(nul, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0 ||
-		    dup2(ep[1], 3) < 0)
+		/* above every target first, so no dup2 below clobbers a source */
+		if ((hi_ep = fcntl(ep[1], F_DUPFD_CLOEXEC, 16)) < 0 ||
+		    (o->tap_fd >= 0 && (hi_tap = fcntl(o->tap_fd, F_DUPFD_CLOEXEC, 16)) < 0))
 			goto cfail;
+		ep[1] = hi_ep;
+		if (dup2(nul, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0 ||
+		    dup2(hi_ep, 3) < 0 || (hi_tap >= 0 && dup2(hi_tap, TAP_FD) < 0))
+			goto cfail;
+		ep[1] = 3;
 		fcntl(3, F_SETFD, FD_CLOEXEC);
-		syscall(SYS_close_range, 4, ~0u, 0);
+		syscall(SYS_close_range, TAP_FD + 1, ~0u, 0);
+		if (hi_tap < 0)
+			close(TAP_FD);
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		signal(SIGPIPE, SIG_DFL);
-		ep[1] = 3;
+		step = "rlimit";
+		signal(SIGXFSZ, SIG_IGN); /* a full log: EFBIG, not death */
+		if (setrlimit(RLIMIT_FSIZE, &(struct rlimit){o->fsize, o->fsize}) < 0)
+			goto cfail;
+		step = "no_new_privs";
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			goto cfail;
+		step = "drop capabilities";
+		for (int c = 0; c <= last; c++)
+			if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+				goto cfail;
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+			goto cfail;
+		memset(cd, 0, sizeof(cd));
+		if (syscall(SYS_capset, &ch, cd) < 0)
+			goto cfail;
 		step = "exec";
-		execv(a->v[0], a->v);
+		execve(a->v[0], a->v, envp);
 	cfail:
 		e = errno;
 		if (write(ep[1], &e, sizeof(e)) < 0 || write(ep[1], step, strlen(step)) < 0) {
@@ -385,8 +467,15 @@ launch(const struct args *a, const char *dir, int netns, char cgprocs[][PATH_MAX
 			                strerror(ce));
 		}
 	}
+	if ((*pidfd = (int)syscall(SYS_pidfd_open, p, 0)) < 0) {
+		/* without it, teardown cannot tell QEMU from a reused pid */
+		e = -errno;
+		kill(p, SIGKILL);
+		while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+			;
+		return sbx_fail(err, errsz, e, "start: pidfd_open(%d): %s", (int)p, strerror(-e));
+	}
 	*pid = p;
-	*pidfd = (int)syscall(SYS_pidfd_open, p, 0);
 	return 0;
 }
 
@@ -415,60 +504,50 @@ qemu_log_tail(const char *dir, char *out, size_t cap)
 	sbx_pathf(out, cap, "%s", l ? l + 1 : buf);
 }
 
-/* Saves the console ring buffer to <dir>/console.log (debugging a boot). */
+/* Saves the console ring buffer to <dir>/console.log (debugging a boot),
+ * in reads of 8 KiB (each reply is a QMP line; keep them well short of
+ * SBX_QMP_LINE_MAX even with JSON escapes). */
 static void
 dump_console(struct sbx_qmp *q, const char *dir)
 {
-	json_t *args = json_pack("{s:s, s:i, s:s}", "device", "con", "size", CONSOLE_KB * 1024,
-	                         "format", "utf8");
-	json_t *ret = NULL;
 	char p[PATH_MAX + 16];
+	FILE *f = NULL;
+	int64_t deadline = now_ms() + 2000;
 
-	if (args && q &&
-	    sbx_qmp_cmd(q, "ringbuf-read", args, &ret, now_ms() + 2000, NULL, 0) == 0 &&
-	    json_is_string(ret)) {
-		FILE *f;
-		sbx_pathf(p, sizeof(p), "%s/console.log", dir);
-		if ((f = fopen(p, "we"))) {
-			fputs(json_string_value(ret), f);
-			fclose(f);
+	if (!q)
+		return;
+	for (int i = 0; i < CONSOLE_KB / 8 + 1; i++) {
+		json_t *args =
+		    json_pack("{s:s, s:i, s:s}", "device", "con", "size", 8192, "format", "utf8");
+		json_t *ret = NULL;
+		int rc =
+		    args ? sbx_qmp_cmd(q, "ringbuf-read", args, &ret, deadline, NULL, 0) : -ENOMEM;
+		const char *txt = json_string_value(ret);
+		json_decref(args);
+		if (rc == 0 && txt && txt[0] && !f) {
+			sbx_pathf(p, sizeof(p), "%s/console.log", dir);
+			f = fopen(p, "we");
 		}
+		if (rc == 0 && txt && txt[0] && f)
+			fputs(txt, f);
+		json_decref(ret);
+		if (rc < 0 || !txt || !txt[0])
+			break;
 	}
-	json_decref(args);
-	json_decref(ret);
+	if (f)
+		fclose(f);
 }
 
 /* Connects to the agent's socket (QEMU's chardev; one client at a time),
- * checking the listener is QEMU itself. fd or -errno. */
+ * checking the listener is QEMU itself. fd (O_NONBLOCK) or -errno. */
 static int
 agent_connect(const char *dir, pid_t pid, int64_t deadline, char *err, size_t errsz)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct ucred uc;
-	socklen_t ul = sizeof(uc);
-	int fd;
+	char p[PATH_MAX + 16];
 
-	if (sbx_pathf(sa.sun_path, sizeof(sa.sun_path), "%s/agent.sock", dir) < 0)
+	if (sbx_pathf(p, sizeof(p), "%s/agent.sock", dir) < 0)
 		return sbx_fail(err, errsz, -ENAMETOOLONG, "%s/agent.sock is too long", dir);
-	for (;;) {
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return sbx_fail(err, errsz, -errno, "socket: %s", strerror(errno));
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-			break;
-		int e = errno;
-		close(fd);
-		if ((e != ENOENT && e != ECONNREFUSED && e != EAGAIN) || now_ms() > deadline)
-			return sbx_fail(err, errsz, -e, "connect %s: %s", sa.sun_path, strerror(e));
-		nanosleep(&(struct timespec){0, 5000000}, NULL);
-	}
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) < 0 || uc.pid != pid) {
-		close(fd);
-		return sbx_fail(err, errsz, -EPERM, "%s is not QEMU's socket (pid %d)", sa.sun_path,
-		                (int)pid);
-	}
-	fcntl(fd, F_SETFL, O_NONBLOCK);
-	return fd;
+	return sbx_vm_unix_connect(p, (int)pid, deadline, err, errsz);
 }
 
 /* Hello on a connection made from a dup of fd. */
@@ -536,8 +615,9 @@ reap(pid_t pid, int pidfd, struct sbx_qmp *q)
 	if (q)
 		sbx_qmp_cmd(q, "quit", NULL, NULL, now_ms() + 1000, NULL, 0);
 	if (!pidfd_wait(pidfd, 2000))
-		kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+		kill(pid, SIGKILL); /* our unreaped child: the pid is still its */
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
 	if (pidfd >= 0)
 		close(pidfd);
 }
@@ -570,11 +650,46 @@ snap_key(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, unsigned
 	sbx_pathf(k->dir, sizeof(k->dir), "%s/vm/snap-%s", sbx_g.cache_dir, k->key);
 }
 
-/* Boots the template VM with its RAM in dir/ram (shared) and waits for
- * the agent. With want_state, saves the device state to dir/state. */
+#define LOG_FSIZE (1ull << 20) /* qemu.log; a clone or cold boot writes no other file */
+
+/* Hands fd to QEMU as "mig" (getfd over the monitor) for an fd: migration,
+ * so that QEMU needs neither a shell (exec:) nor to open the file. */
+static int
+pass_mig_fd(struct sbx_qmp *q, int fd, char *err, size_t errsz)
+{
+	json_t *args = json_pack("{s:s}", "fdname", "mig");
+	int rc = args ? sbx_qmp_cmd_fd(q, "getfd", args, fd, NULL, now_ms() + QMP_MS, err, errsz)
+	              : sbx_fail(err, errsz, -ENOMEM, "out of memory");
+
+	json_decref(args);
+	return rc;
+}
+
+static int
+migrate_start(struct sbx_qmp *q, const char *cmd, char *err, size_t errsz)
+{
+	json_t *caps = json_pack("{s:[{s:s, s:b}]}", "capabilities", "capability",
+	                         "x-ignore-shared", "state", 1);
+	json_t *args = json_pack("{s:s}", "uri", "fd:mig");
+	int rc = caps && args ? 0 : sbx_fail(err, errsz, -ENOMEM, "out of memory");
+
+	if (rc == 0)
+		rc = sbx_qmp_cmd(q, "migrate-set-capabilities", caps, NULL, now_ms() + QMP_MS, err,
+		                 errsz);
+	if (rc == 0)
+		rc = sbx_qmp_cmd(q, cmd, args, NULL, now_ms() + QMP_MS, err, errsz);
+	json_decref(caps);
+	json_decref(args);
+	return rc;
+}
+
+/* Boots the template VM and waits for the agent. With save, its RAM is in
+ * dir/ram (shared) and the device state is saved to dir/state; without,
+ * it is a plain boot (the accelerator probe). The QEMU dies with this
+ * thread (PR_SET_PDEATHSIG) so a daemon killed mid-snapshot leaves none. */
 static int
 boot_template(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, unsigned vcpus,
-              bool kvm, const char *dir, int hello_ms, char *err, size_t errsz)
+              bool kvm, const char *dir, bool save, int hello_ms, char *err, size_t errsz)
 {
 	struct args *a = sbx_calloc(1, sizeof(*a));
 	struct boot b = {.dir = dir,
@@ -585,18 +700,28 @@ boot_template(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, uns
 	                 .kvm = kvm,
 	                 .ram_shared = true,
 	                 .hostname = "sluice"};
-	char ram[PATH_MAX + 16], uri[PATH_MAX + 64], tail[256];
+	/* QEMU grows the RAM file to mem MiB (ftruncate) and writes the
+	 * state through the fd: both count against RLIMIT_FSIZE. */
+	struct launch_opt lo = {.netns = -1,
+	                        .tap_fd = -1,
+	                        .fsize = save ? ((unsigned long long)mem + 64) << 20 : LOG_FSIZE,
+	                        .die_with_us = true};
+	char ram[PATH_MAX + 16], sp[PATH_MAX + 16], tail[256];
 	struct sbx_qmp *q = NULL;
 	pid_t pid = -1;
-	int pidfd = -1, fd = -1, rc;
+	int pidfd = -1, fd = -1, sfd = -1, rc;
 	int64_t t0 = now_ms();
 
 	if (!a)
 		return sbx_fail(err, errsz, -ENOMEM, "out of memory");
 	sbx_pathf(ram, sizeof(ram), "%s/ram", dir);
-	b.ram = ram;
-	build_args(a, &b);
-	if ((rc = launch(a, dir, -1, NULL, 0, &pid, &pidfd, err, errsz)) < 0)
+	b.ram = save ? ram : NULL;
+	if ((rc = build_args(a, &b)) < 0) {
+		rc =
+		    sbx_fail(err, errsz, rc, "snapshot: QEMU's command line is too long (%s)", dir);
+		goto out;
+	}
+	if ((rc = launch(a, dir, &lo, &pid, &pidfd, err, errsz)) < 0)
 		goto out;
 	{
 		char qp[PATH_MAX + 16];
@@ -610,6 +735,8 @@ boot_template(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, uns
 		goto out;
 	sbx_log(SBX_LOG_INFO, "vm: template booted to agent hello in %lld ms (%s)",
 	        (long long)(now_ms() - t0), kvm ? "kvm" : "tcg");
+	if (!save)
+		goto out;
 	/* The agent goes back to waiting for a host; let it get there, so
 	 * that every clone wakes up waiting. */
 	close(fd);
@@ -617,24 +744,17 @@ boot_template(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, uns
 	nanosleep(&(struct timespec){0, 200000000}, NULL);
 	if ((rc = sbx_qmp_cmd(q, "stop", NULL, NULL, now_ms() + QMP_MS, err, errsz)) < 0)
 		goto out;
-	{
-		json_t *caps = json_pack("{s:[{s:s, s:b}]}", "capabilities", "capability",
-		                         "x-ignore-shared", "state", 1);
-		rc = sbx_qmp_cmd(q, "migrate-set-capabilities", caps, NULL, now_ms() + QMP_MS, err,
-		                 errsz);
-		json_decref(caps);
-		if (rc < 0)
-			goto out;
+	sbx_pathf(sp, sizeof(sp), "%s/state", dir);
+	if ((sfd = open(sp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+		rc = sbx_fail(err, errsz, -errno, "snapshot: %s: %s", sp, strerror(errno));
+		goto out;
 	}
-	sbx_pathf(uri, sizeof(uri), "exec:cat > %s/state", dir);
-	{
-		json_t *args = json_pack("{s:s}", "uri", uri);
-		rc = sbx_qmp_cmd(q, "migrate", args, NULL, now_ms() + QMP_MS, err, errsz);
-		json_decref(args);
-		if (rc < 0)
-			goto out;
-	}
+	if ((rc = pass_mig_fd(q, sfd, err, errsz)) < 0 ||
+	    (rc = migrate_start(q, "migrate", err, errsz)) < 0)
+		goto out;
 	rc = migrate_wait(q, "query-migrate", now_ms() + 60000, err, errsz);
+	if (rc == 0 && fsync(sfd) < 0)
+		rc = sbx_fail(err, errsz, -errno, "snapshot: fsync %s: %s", sp, strerror(errno));
 out:
 	if (rc < 0 && q)
 		dump_console(q, dir);
@@ -647,11 +767,47 @@ out:
 	}
 	if (fd >= 0)
 		close(fd);
+	if (sfd >= 0)
+		close(sfd);
 	if (pid > 0)
 		reap(pid, pidfd, q);
 	sbx_qmp_close(q);
 	free(a);
 	return rc;
+}
+
+/* Removes <cache>/vm/{snap-*,probe}.tmp.<pid> left by a process that
+ * died mid-snapshot (its QEMU died with it). Once per process, under
+ * vm_lock. */
+static void
+sweep_stale_tmp(void)
+{
+	static bool done;
+	char root[PATH_MAX + 8], p[PATH_MAX * 2];
+	struct dirent *e;
+	DIR *d;
+
+	if (done)
+		return;
+	done = true;
+	sbx_pathf(root, sizeof(root), "%s/vm", sbx_g.cache_dir);
+	if (!(d = opendir(root)))
+		return;
+	while ((e = readdir(d))) {
+		const char *t = strstr(e->d_name, ".tmp.");
+		char *end;
+		long pid;
+		if (!t ||
+		    (strncmp(e->d_name, "snap-", 5) != 0 && strncmp(e->d_name, "probe", 5) != 0))
+			continue;
+		pid = strtol(t + 5, &end, 10);
+		if (*end || pid <= 0 || pid == (long)getpid() ||
+		    (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		if (sbx_pathf(p, sizeof(p), "%s/%s", root, e->d_name) == 0 && sbx_rm_tree(p) == 0)
+			sbx_log(SBX_LOG_INFO, "vm: removed %s (left by pid %ld)", p, pid);
+	}
+	closedir(d);
 }
 
 /* The snapshot for k, made now if there is none (under vm_lock). */
@@ -667,13 +823,14 @@ snap_ensure(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, unsig
 	sbx_pathf(p, sizeof(p), "%s/meta", k->dir);
 	if (stat(p, &st) == 0)
 		return 0;
+	sweep_stale_tmp();
 	sbx_pathf(tmp, sizeof(tmp), "%s.tmp.%d", k->dir, (int)getpid());
 	sbx_rm_tree(tmp);
 	if ((rc = sbx_mkdir_p(tmp, 0700)) < 0)
 		return sbx_fail(err, errsz, rc, "snapshot: %s: %s", tmp, strerror(-rc));
 	t0 = now_ms();
-	rc = boot_template(t, img_dir, mem, vcpus, kvm, tmp, kvm ? HELLO_KVM_MS : HELLO_COLD_MS,
-	                   err, errsz);
+	rc = boot_template(t, img_dir, mem, vcpus, kvm, tmp, true,
+	                   kvm ? HELLO_KVM_MS : HELLO_COLD_MS, err, errsz);
 	if (rc == 0) {
 		FILE *f;
 		sbx_pathf(p, sizeof(p), "%s/meta", tmp);
@@ -701,9 +858,61 @@ snap_ensure(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, unsig
 	return rc;
 }
 
+/* Snapshot keys that failed lately: until `until`, starts with that key
+ * cold-boot instead of paying a template boot each (under vm_lock). */
+static struct {
+	char key[17];
+	unsigned fails;
+	int64_t until;
+} snap_fail[16];
+
+static bool
+snap_backing_off(const char *key)
+{
+	for (size_t i = 0; i < sizeof(snap_fail) / sizeof(snap_fail[0]); i++)
+		if (strcmp(snap_fail[i].key, key) == 0)
+			return now_ms() < snap_fail[i].until;
+	return false;
+}
+
+/* Records the outcome of a snapshot attempt for key; the delay until the
+ * next one, or 0 after a success. */
+static int64_t
+snap_outcome(const char *key, bool ok)
+{
+	size_t n = sizeof(snap_fail) / sizeof(snap_fail[0]), slot = n;
+
+	for (size_t i = 0; i < n && slot == n; i++)
+		if (strcmp(snap_fail[i].key, key) == 0)
+			slot = i;
+	if (ok) {
+		if (slot < n)
+			memset(&snap_fail[slot], 0, sizeof(snap_fail[slot]));
+		return 0;
+	}
+	if (slot == n) { /* a free slot, else the one whose wait ends first */
+		slot = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (!snap_fail[i].key[0]) {
+				slot = i;
+				break;
+			}
+			if (snap_fail[i].until < snap_fail[slot].until)
+				slot = i;
+		}
+		memset(&snap_fail[slot], 0, sizeof(snap_fail[slot]));
+		snprintf(snap_fail[slot].key, sizeof(snap_fail[slot].key), "%s", key);
+	}
+	snap_fail[slot].fails++;
+	int64_t wait = sbx_vm_backoff_ms(snap_fail[slot].fails);
+	snap_fail[slot].until = now_ms() + wait;
+	return wait;
+}
+
 /* Decides KVM or TCG once per process: SLUICE_VM_ACCEL, else KVM if
- * /dev/kvm opens and the template boots under it, else TCG. Called with
- * vm_lock held; may make the KVM snapshot on the way. */
+ * /dev/kvm opens and a plain KVM boot reaches the agent's hello, else
+ * TCG. Making a snapshot is a separate matter: its failure does not
+ * change the accelerator. Called with vm_lock held. */
 static bool
 decide_accel(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, unsigned vcpus)
 {
@@ -719,9 +928,19 @@ decide_accel(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, unsi
 	} else if (!kvm_opens()) {
 		accel_kvm = 0;
 	} else {
-		struct snapkey k;
-		snap_key(t, img_dir, mem, vcpus, true, &k);
-		accel_kvm = snap_ensure(t, img_dir, mem, vcpus, true, &k, err, sizeof(err)) == 0;
+		char dir[PATH_MAX + 32];
+		int rc;
+		sweep_stale_tmp();
+		sbx_pathf(dir, sizeof(dir), "%s/vm/probe.tmp.%d", sbx_g.cache_dir, (int)getpid());
+		sbx_rm_tree(dir);
+		rc = sbx_mkdir_p(dir, 0700);
+		if (rc < 0)
+			sbx_fail(err, sizeof(err), rc, "%s: %s", dir, strerror(-rc));
+		else
+			rc = boot_template(t, img_dir, mem, vcpus, true, dir, false, HELLO_KVM_MS,
+			                   err, sizeof(err));
+		sbx_rm_tree(dir);
+		accel_kvm = rc == 0;
 		if (!accel_kvm)
 			sbx_log(SBX_LOG_WARN, "vm: /dev/kvm opens but a KVM boot failed (%s): TCG",
 			        err);
@@ -733,8 +952,11 @@ decide_accel(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, unsi
 
 /* ---- the tap ---------------------------------------------------------------- */
 
-/* Creates persistent tap `name` inside netns (this thread enters it and
- * comes back). */
+/* Creates tap `name` inside netns (this thread enters it and comes back)
+ * and returns its fd, or -errno. Not persistent: it lives while an fd to
+ * it does (ours during the start, then QEMU's), so a failed start or a
+ * dead QEMU leaves no tap behind. QEMU gets the fd (fd=) and needs no
+ * CAP_NET_ADMIN. */
 static int
 tap_create(int netns, const char *name)
 {
@@ -756,9 +978,12 @@ tap_create(int netns, const char *name)
 		memset(&ifr, 0, sizeof(ifr));
 		ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
 		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-		if (ioctl(fd, TUNSETIFF, &ifr) < 0 || ioctl(fd, TUNSETPERSIST, 1) < 0)
+		if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
 			rc = -errno;
-		close(fd);
+			close(fd);
+		} else {
+			rc = fd;
+		}
 	}
 	if (setns(self, CLONE_NEWNET) < 0)
 		abort(); /* this thread would stay in the wrong namespace */
@@ -801,7 +1026,7 @@ setup_tap(struct sbx *s, const struct sbx_net *n, int peerns, char *err, size_t 
 	struct stat st;
 	int rc;
 
-	if ((rc = tap_create(peerns, n->peer_ifname)) < 0)
+	if ((rc = s->tap_fd = tap_create(peerns, n->peer_ifname)) < 0)
 		goto out;
 	sbx_pathf(s->peer_ifname, sizeof(s->peer_ifname), "%s", n->peer_ifname);
 	step = "netlink in the peer namespace";
@@ -926,13 +1151,12 @@ teardown(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
 	int rc = 0, r;
 
 	close_fd(&s->agent_fd);
+	close_fd(&s->tap_fd);
 	if (s->pid > 0) {
 		if (grace_ms && s->qmp &&
 		    sbx_qmp_cmd(s->qmp, "quit", NULL, NULL, now_ms() + grace_ms, NULL, 0) == 0)
 			pidfd_wait(s->pidfd, (int)grace_ms);
-		if (s->pidfd >= 0)
-			syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
-		else
+		if (s->pidfd < 0 || syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0) < 0)
 			kill(s->pid, SIGKILL);
 		if (s->child) {
 			while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
@@ -948,7 +1172,8 @@ teardown(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
 	s->qmp = NULL;
 	close_fd(&s->pidfd);
 	if (s->nl_peer >= 0) {
-		/* A persistent tap outlives QEMU: delete it by name and index. */
+		/* The tap goes with QEMU's fd; a tap of an older version was
+		 * persistent: delete it by name and index (ENODEV: gone). */
 		r = peer_del(s->nl_peer, s->peer_ifname, s->peer_ifindex);
 		if (r < 0 && r != -ENODEV && !rc)
 			rc = sbx_fail(err, errsz, r, "stop %s: delete tap %s: %s", s->head.id,
@@ -1071,12 +1296,21 @@ agent_setup(struct sbx *s, const struct sbx_spec *spec, int timeout_ms, char *er
 			if (rc < 0 && rc != -EEXIST)
 				goto fileerr;
 		}
-		mfd = memfd_create("sbx-file", MFD_CLOEXEC);
-		if (mfd < 0 || (f->len && write(mfd, f->data, f->len) != (ssize_t)f->len)) {
-			rc = -errno;
-			if (mfd >= 0)
-				close(mfd);
+		if ((mfd = memfd_create("sbx-file", MFD_CLOEXEC)) < 0) {
+			rc = sbx_fail(err, errsz, -errno, "memfd: %s", strerror(errno));
 			goto fileerr;
+		}
+		for (size_t off = 0; off < f->len;) {
+			ssize_t w = write(mfd, (const char *)f->data + off, f->len - off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				rc = sbx_fail(err, errsz, w < 0 ? -errno : -EIO, "memfd write: %s",
+				              w < 0 ? strerror(errno) : "short write");
+				close(mfd);
+				goto fileerr;
+			}
+			off += (size_t)w;
 		}
 		lseek(mfd, 0, SEEK_SET);
 		rc = sbx_agent_write_sync(c, f->path, f->mode ? f->mode : 0644, mfd, timeout_ms,
@@ -1106,8 +1340,13 @@ boot_sandbox(struct sbx *s, const struct sbx_vm_tpl *t, const char *img_dir, uns
              int peerns, char *err, size_t errsz)
 {
 	struct args *a = sbx_calloc(1, sizeof(*a));
-	char ram[PATH_MAX + 16], qp[PATH_MAX + 16], uri[PATH_MAX + 32];
+	char ram[PATH_MAX + 16], qp[PATH_MAX + 16], sp[PATH_MAX + 16];
 	char cgp[SBX_CG__N][PATH_MAX + 16];
+	struct launch_opt lo = {.netns = peerns,
+	                        .tap_fd = s->tap_fd,
+	                        .cgprocs = cgp,
+	                        .ncg = s->cg.ndirs,
+	                        .fsize = LOG_FSIZE};
 	struct boot b = {.dir = s->dir,
 	                 .image = t->image,
 	                 .img_dir = img_dir,
@@ -1115,8 +1354,8 @@ boot_sandbox(struct sbx *s, const struct sbx_vm_tpl *t, const char *img_dir, uns
 	                 .vcpus = vcpus,
 	                 .kvm = kvm,
 	                 .hostname = k ? "sluice" : spec->id,
-	                 .tap = spec->net.kind == SBX_NET_LINK ? spec->net.peer_ifname : NULL};
-	int rc;
+	                 .tap = s->tap_fd >= 0};
+	int rc, sfd;
 
 	if (!a)
 		return sbx_fail(err, errsz, -ENOMEM, "out of memory");
@@ -1125,10 +1364,14 @@ boot_sandbox(struct sbx *s, const struct sbx_vm_tpl *t, const char *img_dir, uns
 		b.ram = ram;
 		b.incoming = true;
 	}
-	build_args(a, &b);
+	if ((rc = build_args(a, &b)) < 0) {
+		free(a);
+		return sbx_fail(err, errsz, rc, "start: QEMU's command line is too long (%s)",
+		                s->dir);
+	}
 	for (size_t i = 0; i < s->cg.ndirs; i++)
 		sbx_pathf(cgp[i], sizeof(cgp[i]), "%s/cgroup.procs", s->cg.dirs[i]);
-	rc = launch(a, s->dir, peerns, cgp, s->cg.ndirs, &s->pid, &s->pidfd, err, errsz);
+	rc = launch(a, s->dir, &lo, &s->pid, &s->pidfd, err, errsz);
 	free(a);
 	if (rc < 0)
 		return rc;
@@ -1137,19 +1380,12 @@ boot_sandbox(struct sbx *s, const struct sbx_vm_tpl *t, const char *img_dir, uns
 	if ((rc = sbx_qmp_open(qp, s->pid, now_ms() + QMP_MS, &s->qmp, err, errsz)) < 0)
 		return rc;
 	if (k) {
-		json_t *caps = json_pack("{s:[{s:s, s:b}]}", "capabilities", "capability",
-		                         "x-ignore-shared", "state", 1);
-		rc = sbx_qmp_cmd(s->qmp, "migrate-set-capabilities", caps, NULL, now_ms() + QMP_MS,
-		                 err, errsz);
-		json_decref(caps);
-		if (rc < 0)
-			return rc;
-		sbx_pathf(uri, sizeof(uri), "exec:cat %s/state", k->dir);
-		json_t *args = json_pack("{s:s}", "uri", uri);
-		rc = sbx_qmp_cmd(s->qmp, "migrate-incoming", args, NULL, now_ms() + QMP_MS, err,
-		                 errsz);
-		json_decref(args);
-		if (rc < 0)
+		sbx_pathf(sp, sizeof(sp), "%s/state", k->dir);
+		if ((sfd = open(sp, O_RDONLY | O_CLOEXEC)) < 0)
+			return sbx_fail(err, errsz, -errno, "start: %s: %s", sp, strerror(errno));
+		rc = pass_mig_fd(s->qmp, sfd, err, errsz);
+		close(sfd); /* QEMU has its own */
+		if (rc < 0 || (rc = migrate_start(s->qmp, "migrate-incoming", err, errsz)) < 0)
 			return rc;
 		if ((rc = migrate_wait(s->qmp, "query-migrate", now_ms() + 30000, err, errsz)) < 0)
 			return rc;
@@ -1180,9 +1416,11 @@ boot_undo(struct sbx *s)
 	sbx_qmp_close(s->qmp);
 	s->qmp = NULL;
 	if (s->pid > 0) {
-		if (s->pidfd >= 0)
-			syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
-		waitpid(s->pid, NULL, 0);
+		/* our unreaped child: its pid cannot be reused before waitpid */
+		if (s->pidfd < 0 || syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0) < 0)
+			kill(s->pid, SIGKILL);
+		while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+			;
 	}
 	s->pid = -1;
 	close_fd(&s->pidfd);
@@ -1233,7 +1471,7 @@ vm_start(const struct sbx_template *tpl, const struct sbx_spec *spec, struct sbx
 		return sbx_fail(err, errsz, -ENOMEM, "start: out of memory");
 	sbx_pathf(s->head.id, sizeof(s->head.id), "%s", spec->id);
 	s->pid = -1;
-	s->pidfd = s->agent_fd = s->nl_peer = -1;
+	s->pidfd = s->agent_fd = s->nl_peer = s->tap_fd = -1;
 	if ((rc = sbx_mkdir_p(sbx_g.state_dir, 0700)) < 0) {
 		rc = sbx_fail(err, errsz, rc, "start: state dir %s: %s", sbx_g.state_dir,
 		              strerror(-rc));
@@ -1269,13 +1507,19 @@ vm_start(const struct sbx_template *tpl, const struct sbx_spec *spec, struct sbx
 	pthread_mutex_lock(&vm_lock);
 	kvm = decide_accel(t, img_dir, mem, vcpus);
 	snap_key(t, img_dir, mem, vcpus, kvm, &k);
-	if (snapshots_off())
+	if (snapshots_off()) {
 		use_snap = false;
-	else {
+	} else if (snap_backing_off(k.key)) {
+		use_snap = false; /* logged when it failed */
+	} else {
 		char e2[512];
-		if (snap_ensure(t, img_dir, mem, vcpus, kvm, &k, e2, sizeof(e2)) < 0) {
+		bool ok = snap_ensure(t, img_dir, mem, vcpus, kvm, &k, e2, sizeof(e2)) == 0;
+		int64_t wait = snap_outcome(k.key, ok);
+		if (!ok) {
 			use_snap = false;
-			sbx_log(SBX_LOG_WARN, "vm: no snapshot (%s): cold boots", e2);
+			sbx_log(SBX_LOG_WARN,
+			        "vm: no snapshot (%s): cold boots; next attempt in %lld s", e2,
+			        (long long)(wait / 1000));
 		}
 	}
 	pthread_mutex_unlock(&vm_lock);
@@ -1311,6 +1555,7 @@ vm_start(const struct sbx_template *tpl, const struct sbx_spec *spec, struct sbx
 		goto fail;
 	}
 	close_fd(&peerns);
+	close_fd(&s->tap_fd); /* QEMU holds it now */
 	sbx_log(SBX_LOG_INFO, "sandbox %s: started (%s, %s) in %lld ms, pid %d", spec->id,
 	        s->snap[0] ? "clone" : "cold boot", kvm ? "kvm" : "tcg", (long long)(now_ms() - t0),
 	        (int)s->pid);
@@ -1367,6 +1612,7 @@ vm_release(struct sbx *s)
 	close_fd(&s->agent_fd);
 	close_fd(&s->pidfd);
 	close_fd(&s->nl_peer);
+	close_fd(&s->tap_fd);
 	sbx_qmp_close(s->qmp);
 	sbx_log(SBX_LOG_INFO, "sandbox %s: left running, pid %d", s->head.id, (int)s->pid);
 	free(s);
@@ -1504,7 +1750,7 @@ vm_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
 		return sbx_fail(err, errsz, -ENOMEM, "adopt: out of memory");
 	}
 	s->pid = -1;
-	s->pidfd = s->agent_fd = s->nl_peer = -1;
+	s->pidfd = s->agent_fd = s->nl_peer = s->tap_fd = -1;
 	if ((rc = sbx_vm_saved_parse(saved, sv, err, errsz)) < 0)
 		goto out;
 	if (!cgroups_ok(sv)) {

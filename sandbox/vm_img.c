@@ -93,6 +93,37 @@ sbx_vm_run(const char *const argv[], const char *log, char *err, size_t errsz)
 /* ---- pure --------------------------------------------------------------- */
 
 int
+sbx_vm_opt_escape(char *out, size_t cap, const char *in)
+{
+	size_t n = 0;
+
+	for (; *in; in++) {
+		size_t k = *in == ',' ? 2 : 1;
+		if (n + k >= cap)
+			return -ENAMETOOLONG;
+		out[n++] = *in;
+		if (k == 2)
+			out[n++] = ',';
+	}
+	if (n >= cap)
+		return -ENAMETOOLONG;
+	out[n] = 0;
+	return 0;
+}
+
+int64_t
+sbx_vm_backoff_ms(unsigned fails)
+{
+	int64_t ms = 30000;
+
+	while (fails > 1 && ms < 600000) {
+		ms *= 2;
+		fails--;
+	}
+	return ms < 600000 ? ms : 600000;
+}
+
+int
 sbx_vm_cmdline(char *out, size_t cap, const char *hostname, unsigned long tsc_khz)
 {
 	char tsc[96] = "";
@@ -155,7 +186,9 @@ static const char host_sh[] =
     "done\n"
     "exit 0\n";
 
-static uint64_t tree_h;
+/* nftw() takes no context: the walk's running hash, per thread (starts of
+ * different templates may run on different threads). */
+static _Thread_local uint64_t tree_h;
 static int
 tree_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {

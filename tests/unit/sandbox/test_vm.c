@@ -298,6 +298,97 @@ test_cpuinfo(void **st)
 	assert_int_equal(sbx_vm_cpuinfo_khz("cpu MHz : 3000"), 3000000);
 }
 
+/* ---- QMP commands, option escaping, snapshot back-off --------------------- */
+
+static void
+test_qmp_line(void **st)
+{
+	json_t *args = json_pack("{s:s}", "fdname", "mig"), *j;
+	struct sbx_qmp_msg m;
+	char err[256];
+	size_t n = 0;
+	char *l;
+
+	(void)st;
+	l = sbx_qmp_line("query-status", NULL, 7, &n);
+	assert_non_null(l);
+	assert_int_equal(n, strlen(l));
+	assert_int_equal(l[n - 1], '\n');
+	assert_null(memchr(l, '\n', n - 1)); /* one line */
+	j = json_loadb(l, n - 1, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "execute")), "query-status");
+	assert_int_equal(json_integer_value(json_object_get(j, "id")), 7);
+	assert_null(json_object_get(j, "arguments"));
+	json_decref(j);
+	free(l);
+
+	l = sbx_qmp_line("getfd", args, 1LL << 40, &n);
+	assert_non_null(l);
+	j = json_loadb(l, n - 1, 0, NULL);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "id")), 1LL << 40);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(j, "arguments"), "fdname")), "mig");
+	json_decref(j);
+	free(l);
+	assert_int_equal(args->refcount, 1); /* borrowed */
+	json_decref(args);
+
+	/* replies carry the id back; events and id-less replies have -1 */
+	assert_int_equal(sbx_qmp_parse("{\"return\": {}, \"id\": 7}", 23, &m, err, sizeof(err)), 0);
+	assert_int_equal(m.id, 7);
+	json_decref(m.value);
+	const char *e = "{\"error\": {\"class\": \"C\", \"desc\": \"d\"}, \"id\": 9}";
+	assert_int_equal(sbx_qmp_parse(e, strlen(e), &m, err, sizeof(err)), 0);
+	assert_int_equal(m.kind, SBX_QMP_ERROR);
+	assert_int_equal(m.id, 9);
+	e = "{\"return\": {}, \"id\": \"x\"}";
+	assert_int_equal(sbx_qmp_parse(e, strlen(e), &m, err, sizeof(err)), 0);
+	assert_int_equal(m.id, -1);
+	json_decref(m.value);
+	e = "{\"event\": \"STOP\", \"timestamp\": {}}";
+	assert_int_equal(sbx_qmp_parse(e, strlen(e), &m, err, sizeof(err)), 0);
+	assert_int_equal(m.id, -1);
+}
+
+static void
+test_opt_escape(void **st)
+{
+	char out[16];
+
+	(void)st;
+	assert_int_equal(sbx_vm_opt_escape(out, sizeof(out), "/a/b"), 0);
+	assert_string_equal(out, "/a/b");
+	assert_int_equal(sbx_vm_opt_escape(out, sizeof(out), "/a,b"), 0);
+	assert_string_equal(out, "/a,,b");
+	assert_int_equal(sbx_vm_opt_escape(out, sizeof(out), ",x,,"), 0);
+	assert_string_equal(out, ",,x,,,,");
+	assert_int_equal(sbx_vm_opt_escape(out, sizeof(out), ""), 0);
+	assert_string_equal(out, "");
+	/* "=" needs no escape in a value; a comma cannot end an option early */
+	assert_int_equal(sbx_vm_opt_escape(out, sizeof(out), "a=b,id=x"), 0);
+	assert_string_equal(out, "a=b,,id=x");
+	/* exact fit, one over, a doubled comma over */
+	assert_int_equal(sbx_vm_opt_escape(out, sizeof(out), "0123456789abcde"), 0);
+	assert_int_equal(sbx_vm_opt_escape(out, sizeof(out), "0123456789abcdef"), -ENAMETOOLONG);
+	assert_int_equal(sbx_vm_opt_escape(out, sizeof(out), "0123456789abcd,"), -ENAMETOOLONG);
+	assert_int_equal(sbx_vm_opt_escape(out, 0, ""), -ENAMETOOLONG);
+}
+
+static void
+test_backoff(void **st)
+{
+	(void)st;
+	assert_int_equal(sbx_vm_backoff_ms(1), 30000);
+	assert_int_equal(sbx_vm_backoff_ms(2), 60000);
+	assert_int_equal(sbx_vm_backoff_ms(3), 120000);
+	assert_int_equal(sbx_vm_backoff_ms(5), 480000);
+	assert_int_equal(sbx_vm_backoff_ms(6), 600000);
+	assert_int_equal(sbx_vm_backoff_ms(1000000), 600000);
+	assert_int_equal(sbx_vm_backoff_ms(0), 30000);
+}
+
 int
 main(void)
 {
@@ -306,6 +397,8 @@ main(void)
 	    cmocka_unit_test(test_qmp_parse_good), cmocka_unit_test(test_qmp_split),
 	    cmocka_unit_test(test_saved_bad),      cmocka_unit_test(test_saved_good),
 	    cmocka_unit_test(test_cmdline),        cmocka_unit_test(test_cpuinfo),
+	    cmocka_unit_test(test_qmp_line),       cmocka_unit_test(test_opt_escape),
+	    cmocka_unit_test(test_backoff),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
