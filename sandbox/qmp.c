@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -263,6 +264,29 @@ send_all(struct sbx_qmp *q, const char *s, size_t n, int fd, int64_t deadline, c
 	return 0;
 }
 
+/* Has pid ended (gone, or a zombie waiting for its parent)? */
+static bool
+pid_ended(int pid)
+{
+	char path[64], buf[512];
+	const char *rp;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 int
 sbx_vm_unix_connect(const char *path, int want_pid, int64_t deadline_ms, char *err, size_t errsz)
 {
@@ -294,6 +318,9 @@ sbx_vm_unix_connect(const char *path, int want_pid, int64_t deadline_ms, char *e
 		 * (of one) is full */
 		if ((e != ENOENT && e != ECONNREFUSED && e != EAGAIN) || now_ms() >= deadline_ms)
 			return sbx_fail(err, errsz, -e, "connect %s: %s", path, strerror(e));
+		if (want_pid > 0 && pid_ended(want_pid))
+			return sbx_fail(err, errsz, -ESRCH, "connect %s: QEMU (pid %d) has exited",
+			                path, want_pid);
 		nanosleep(&(struct timespec){0, 5000000}, NULL);
 	}
 	if (want_pid > 0) {
