@@ -120,6 +120,16 @@ if [ "$BACKEND" = vm ]; then
 		out_is "$(cat "$SL_BUILD/vm/release")"
 	check "its processes (found by its cgroup) are one QEMU" \
 		eval '[ "$(for p in $(cg_pids "$A"); do cat /proc/$p/comm; done | sort -u)" = qemu-system-x86 ]'
+	QPID=$(cg_pids "$A" | head -1)
+	check "QEMU runs in the fleet's network namespace" \
+		test "$(ip netns identify "$QPID")" = "$FLEET"
+	check "QEMU runs without capabilities, with no_new_privs and a seccomp filter" \
+		eval 'grep -q "^CapEff:[[:space:]]*0*$" /proc/$QPID/status && grep -q "^CapBnd:[[:space:]]*0*$" /proc/$QPID/status &&
+		      grep -q "^NoNewPrivs:[[:space:]]*1" /proc/$QPID/status && grep -q "^Seccomp:[[:space:]]*2" /proc/$QPID/status'
+	check "its environment is bare" eval '[ "$(tr "\0" "\n" </proc/$QPID/environ)" = "PATH=/usr/bin:/bin" ]'
+	x "$A" '{"argv":["sh","-c","awk \"/MemTotal/ { print int(\\$2 / 1024) }\" /proc/meminfo"]}'
+	check "the guest has the pool's memory (256 MiB, less what the kernel keeps: $(j 'd["stdout"]' | tr -d '\n') MiB)" \
+		eval 'm=$(j "d[\"stdout\"]"); [ "$m" -gt 200 ] && [ "$m" -le 256 ]'
 else
 	check "it shares the host's kernel" out_is "$(uname -r)"
 fi
@@ -144,6 +154,23 @@ check "after its agent is killed from inside, the sandbox still runs commands" \
 	eval 'status 200 && out_is "still here"'
 x "$A" '{"argv":["sh","-c","echo $http_proxy"]}'
 check "... with the proxy variables it was configured with" out_is "http://10.88.1.1:3128"
+
+# The pool's memory limit is the sandbox cgroup's (a VM's adds QEMU's own
+# overhead to the guest's 256 MiB).
+memlim() {
+	local d
+	for d in $(cg_dirs "$A"); do
+		[ -f "$d/memory.limit_in_bytes" ] && { echo $(($(cat "$d/memory.limit_in_bytes") / 1048576)); return; }
+		[ -f "$d/memory.max" ] && { echo $(($(cat "$d/memory.max") / 1048576)); return; }
+	done
+	echo none
+}
+ML=$(memlim)
+if [ "$BACKEND" = vm ]; then
+	check "its cgroup has a memory limit above the guest's 256 MiB ($ML MiB)" eval '[ "$ML" -gt 256 ] 2>/dev/null'
+else
+	check "its cgroup's memory limit is the pool's 256 MiB ($ML MiB)" test "$ML" = 256
+fi
 
 # --- files ----------------------------------------------------------------------
 head -c 3M /dev/urandom >"$E2E_TMP/three"
