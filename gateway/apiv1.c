@@ -1341,9 +1341,10 @@ info_pool(void *arg, const struct pool_info *p)
 
 	json_array_append_new(
 		x->pools,
-		json_pack("{s:s, s:b, s:i, s:i, s:i, s:i, s:i, s:i, s:{s:I, s:I}, s:I, s:I, s:f, "
-			  "s:f, s:I}",
-			  "name", p->name, "draining", p->draining, "warm", p->warm, "target",
+		json_pack("{s:s, s:s?, s:b, s:i, s:i, s:i, s:i, s:i, s:i, s:{s:I, s:I}, s:I, s:I, "
+			  "s:f, s:f, s:I}",
+			  "name", p->name, "backend", p->backend, "draining", p->draining, "warm",
+			  p->warm, "target",
 			  p->target, "booting", p->booting, "claimed", p->claimed, "warm_min",
 			  p->floor, "warm_max", p->ceiling, "claims", "warm",
 			  (json_int_t)p->claims[POOL_TIER_WARM], "cold",

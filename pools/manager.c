@@ -2050,6 +2050,7 @@ pool_mgr_each_pool(struct pool_mgr *m, void (*cb)(void *arg, const struct pool_i
 
 		i.name = p->name;
 		i.draining = p->draining;
+		i.backend = p->cp ? conf_backend_name(p->cp->backend) : NULL;
 		i.warm = p->nwarm;
 		i.target = p->target;
 		i.booting = p->booting + p->cold;

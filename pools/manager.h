@@ -122,6 +122,7 @@ extern const uint32_t pool_boot_bounds_ms[POOL_BOOT_BUCKETS - 1];
 struct pool_info {
 	const char *name;
 	bool draining;                  /* removed: lends nothing, empties */
+	const char *backend;            /* "ns", "vm"; NULL once removed */
 	uint32_t warm, target, booting, claimed;
 	uint32_t floor, ceiling;        /* warm, warm_max */
 	uint64_t claims[2];             /* by tier */

@@ -90,6 +90,7 @@ pass "the daemon starts with a $BACKEND pool"
 # A vm pool's first sandbox boots the template and snapshots it: minutes
 # are allowed under TCG on a loaded machine.
 check "the pool fills (warm 1)" wait_warm p 1 240
+check "GET /v1/info names the pool's backend" eval '[ "$(info_pool p backend)" = "$BACKEND" ]'
 
 # --- claims -------------------------------------------------------------------
 claim unix "" '{"pool":"p","env":{"FOO":"bar"}}'
