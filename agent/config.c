@@ -388,9 +388,11 @@ static int
 apply_entropy(const struct agent_config *c, const char **step, char *err,
 	      size_t errsz)
 {
-	struct {
+	/* struct rand_pool_info ends in a flexible array: room for it and
+	 * the bytes in one aligned buffer */
+	union {
 		struct rand_pool_info info;
-		uint8_t buf[AGENT_ENTROPY_MAX];
+		uint8_t raw[sizeof(struct rand_pool_info) + AGENT_ENTROPY_MAX];
 	} r;
 	int fd, rc = 0;
 
@@ -400,7 +402,7 @@ apply_entropy(const struct agent_config *c, const char **step, char *err,
 	memset(&r, 0, sizeof(r));
 	r.info.entropy_count = (int)(c->entropy_len * 8);
 	r.info.buf_size = (int)c->entropy_len;
-	memcpy(r.buf, c->entropy, c->entropy_len);
+	memcpy(r.raw + sizeof(struct rand_pool_info), c->entropy, c->entropy_len);
 	if (ioctl(fd, RNDADDENTROPY, &r) < 0)
 		FAIL("entropy", "RNDADDENTROPY: %s", strerror(errno));
 	/* kernels before 5.x lack it; the credited entropy still counts */
