@@ -19,14 +19,12 @@
  * namespace from the calling thread: no `ip netns exec`, which would lose
  * /sys/fs/cgroup); then the child mounts, pivots, drops privilege and
  * execs. The child allocates nothing (the parent may have threads). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -105,16 +103,11 @@ struct sbx {
 	bool child;                    /* ours to waitpid; adopted ones are waited on by pidfd */
 	unsigned long long start_time; /* /proc/PID/stat field 22 */
 	int nl_peer;                   /* netlink socket in the peer's namespace */
-	char peer_ifname[SBX_IFNAME_MAX + 1];
-	int peer_ifindex;                        /* 0: not known */
-	char peer_netns[SBX_NETNS_NAME_MAX + 1]; /* "": given as an fd */
-	unsigned long long peer_netns_ino;
+	struct sbx_link peer;          /* the link as sbx_save() records it */
 	struct sbx_cg cg;
 	char dir[PATH_MAX]; /* state_dir/<id> */
 	bool stopped;
 };
-
-#define SAVED_FILE "sandbox.json" /* in dir: sbx_save()'s record */
 
 /* ---- the child (no allocation from here to exec) --------------------- */
 
@@ -442,14 +435,6 @@ cap_last(void)
 	return v;
 }
 
-static void
-close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 /* A signal to the guest's PID 1, through its pidfd when we have one (no
  * pid reuse race for an adopted sandbox, which is not our child). */
 static int
@@ -460,49 +445,24 @@ send_sig(const struct sbx *s, int sig)
 	return kill(s->pid, sig);
 }
 
-/* Waits up to ms for the process behind pidfd to end: true if it did. */
-static bool
-pidfd_wait(int pidfd, int ms)
-{
-	struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
-	int r;
-
-	do
-		r = poll(&pfd, 1, ms);
-	while (r < 0 && errno == EINTR);
-	return r > 0;
-}
-
-/* Deletes the peer link if it is still the one we made (same name and
- * index: a name alone may have been reused). */
-static int
-peer_del(int nl, const char *ifname, int ifindex)
-{
-	int r;
-
-	if (ifindex > 0 && (r = sbx_nl_ifindex(nl, ifname)) != ifindex)
-		return r < 0 ? r : -ENODEV;
-	return sbx_nl_link_del(nl, ifname);
-}
-
 /* Ends the guest (SIGTERM, grace, SIGKILL) and removes everything. */
 static int
 teardown(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
 {
-	int rc = 0, r, st;
+	int rc = 0, st;
 
 	/* The agent outlives its stream (it waits for the next host), so
 	 * it is asked with SIGTERM; grace_ms later it is killed. */
-	close_fd(&s->agent_fd);
+	sbx_close_fd(&s->agent_fd);
 	if (s->pid > 0) {
 		if (grace_ms && send_sig(s, SIGTERM) == 0 && s->pidfd >= 0)
-			pidfd_wait(s->pidfd, (int)grace_ms);
+			sbx_pidfd_wait(s->pidfd, (int)grace_ms);
 		/* PID 1 dying ends every process in its pid namespace. */
 		send_sig(s, SIGKILL);
 		if (s->child) {
 			while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
 				;
-		} else if (s->pidfd >= 0 && !pidfd_wait(s->pidfd, 10000)) {
+		} else if (s->pidfd >= 0 && !sbx_pidfd_wait(s->pidfd, 10000)) {
 			/* not our child: its reaper collects it; we only wait */
 			rc = sbx_fail(err, errsz, -ETIMEDOUT,
 			              "stop %s: pid %d did not end 10 s after SIGKILL", s->head.id,
@@ -510,29 +470,12 @@ teardown(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
 		}
 		s->pid = -1;
 	}
-	close_fd(&s->pidfd);
-	if (s->nl_peer >= 0) {
-		/* The peer goes with the guest's namespace, but that happens
-		 * later, in a kernel worker; delete it now so its name is
-		 * free when we return. */
-		r = peer_del(s->nl_peer, s->peer_ifname, s->peer_ifindex);
-		if (r < 0 && r != -ENODEV && !rc)
-			rc = sbx_fail(err, errsz, r, "stop %s: delete link %s: %s", s->head.id,
-			              s->peer_ifname, strerror(-r));
-		close_fd(&s->nl_peer);
-	}
-	r = sbx_cg_destroy(&s->cg, rc ? NULL : err, errsz);
-	if (r < 0 && !rc)
-		rc = r;
-	/* A process that may still run keeps its writable layer. */
-	if (s->dir[0] && r == 0) {
-		r = sbx_rm_tree(s->dir);
-		if (r < 0 && !rc)
-			rc = sbx_fail(err, errsz, r, "stop %s: remove %s: %s", s->head.id, s->dir,
-			              strerror(-r));
-		if (r == 0)
-			s->dir[0] = 0;
-	}
+	sbx_close_fd(&s->pidfd);
+	/* The peer goes with the guest's namespace, but that happens later,
+	 * in a kernel worker; it is deleted now so its name is free when we
+	 * return. A process that may still run keeps its writable layer. */
+	rc = sbx_stop_rest(s->head.id, "link", &s->nl_peer, &s->peer, &s->cg, s->dir, rc, err,
+	                   errsz);
 	s->stopped = true;
 	return rc;
 }
@@ -617,24 +560,6 @@ fill_plan(struct plan *p, const struct sbx_template *t, const struct sbx_spec *s
 	return 0;
 }
 
-static int
-open_peer_ns(const struct sbx_net *n, char *err, size_t errsz)
-{
-	char p[PATH_MAX];
-	int fd;
-
-	if (n->peer_netns_fd >= 0) {
-		fd = fcntl(n->peer_netns_fd, F_DUPFD_CLOEXEC, 3);
-	} else {
-		sbx_pathf(p, sizeof(p), "/run/netns/%s", n->peer_netns);
-		fd = open(p, O_RDONLY | O_CLOEXEC);
-	}
-	if (fd < 0)
-		return sbx_fail(err, errsz, -errno, "start: network namespace %s: %s",
-		                n->peer_netns_fd >= 0 ? "(fd)" : n->peer_netns, strerror(errno));
-	return fd;
-}
-
 /* Wires the guest's network from outside, while it waits. */
 static int
 setup_net(struct sbx *s, const struct sbx_net *n, char *err, size_t errsz)
@@ -656,7 +581,7 @@ setup_net(struct sbx *s, const struct sbx_net *n, char *err, size_t errsz)
 		goto out;
 	if (n->kind != SBX_NET_LINK)
 		goto out;
-	if ((rc = peerns = open_peer_ns(n, err, errsz)) < 0) {
+	if ((rc = peerns = sbx_open_peer_ns(n, err, errsz)) < 0) {
 		close(childns);
 		close(nl);
 		return rc;
@@ -667,16 +592,16 @@ setup_net(struct sbx *s, const struct sbx_net *n, char *err, size_t errsz)
 	step = "create veth";
 	if ((rc = sbx_nl_veth_add(nl, "eth0", n->peer_ifname, peerns)) < 0)
 		goto out;
-	sbx_pathf(s->peer_ifname, sizeof(s->peer_ifname), "%s", n->peer_ifname);
+	sbx_pathf(s->peer.ifname, sizeof(s->peer.ifname), "%s", n->peer_ifname);
 	{
 		/* What sbx_save() records to find this very link again. */
 		struct stat st;
 		int ix = sbx_nl_ifindex(s->nl_peer, n->peer_ifname);
-		s->peer_ifindex = ix > 0 ? ix : 0;
+		s->peer.ifindex = ix > 0 ? ix : 0;
 		if (fstat(peerns, &st) == 0)
-			s->peer_netns_ino = (unsigned long long)st.st_ino;
+			s->peer.netns_ino = (unsigned long long)st.st_ino;
 		if (n->peer_netns_fd < 0)
-			sbx_pathf(s->peer_netns, sizeof(s->peer_netns), "%s", n->peer_netns);
+			sbx_pathf(s->peer.netns, sizeof(s->peer.netns), "%s", n->peer_netns);
 	}
 	step = "peer up";
 	if ((rc = sbx_nl_link_up(s->nl_peer, n->peer_ifname, n->mtu)) < 0)
@@ -709,64 +634,6 @@ out:
 
 /* ---- finding a sandbox again ------------------------------------------ */
 
-/* A small /proc file into buf (NUL-terminated): its length or -errno. */
-static ssize_t
-read_small(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t len = 0;
-
-	if (fd < 0)
-		return -errno;
-	while (len + 1 < cap) {
-		ssize_t n = read(fd, buf + len, cap - 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			close(fd);
-			return -e;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	buf[len] = 0;
-	return (ssize_t)len;
-}
-
-static int
-read_start_time(pid_t pid, unsigned long long *out)
-{
-	char path[64], buf[1024];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((n = read_small(path, buf, sizeof(buf))) < 0)
-		return (int)n;
-	return sbx_stat_starttime(buf, (size_t)n, out);
-}
-
-static void
-fill_saved(const struct sbx *s, struct sbx_saved *sv)
-{
-	memset(sv, 0, sizeof(*sv));
-	snprintf(sv->id, sizeof(sv->id), "%s", s->head.id);
-	sv->pid = (int)s->pid;
-	sv->start_time = s->start_time;
-	snprintf(sv->state_dir, sizeof(sv->state_dir), "%s", s->dir);
-	sv->cg_version = s->cg.version;
-	sv->ncg = s->cg.ndirs;
-	for (size_t i = 0; i < s->cg.ndirs; i++)
-		snprintf(sv->cg[i], sizeof(sv->cg[i]), "%s", s->cg.dirs[i]);
-	snprintf(sv->sock, sizeof(sv->sock), "%s", SBX_AGENT_SOCK);
-	snprintf(sv->peer_netns, sizeof(sv->peer_netns), "%s", s->peer_netns);
-	snprintf(sv->peer_ifname, sizeof(sv->peer_ifname), "%s", s->peer_ifname);
-	sv->peer_ifindex = s->peer_ifindex;
-	sv->peer_netns_ino = s->peer_netns_ino;
-}
-
 static json_t *
 ns_save(const struct sbx *s)
 {
@@ -777,27 +644,11 @@ ns_save(const struct sbx *s)
 		return NULL;
 	if (!(sv = sbx_calloc(1, sizeof(*sv))))
 		return NULL;
-	fill_saved(s, sv);
+	sbx_rec_fill(&sv->r, s->head.id, s->pid, s->start_time, s->dir, &s->cg, &s->peer);
+	snprintf(sv->sock, sizeof(sv->sock), "%s", SBX_AGENT_SOCK);
 	j = sbx_saved_to_json(sv);
 	free(sv);
 	return j;
-}
-
-/* A copy of the record in the state directory, for ns_sweep(). */
-static int
-write_saved(const struct sbx *s)
-{
-	char path[PATH_MAX + 32];
-	json_t *j = ns_save(s);
-	int rc;
-
-	if (!j)
-		return -ENOMEM;
-	sbx_pathf(path, sizeof(path), "%s/%s", s->dir, SAVED_FILE);
-	errno = 0;
-	rc = json_dump_file(j, path, JSON_COMPACT) == 0 ? 0 : -(errno ? errno : EIO);
-	json_decref(j);
-	return rc;
 }
 
 static int
@@ -910,11 +761,11 @@ ns_start(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx *
 	}
 	s->child = true;
 	s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
-	close_fd(&p->sock_fd);
-	close_fd(&p->err_fd);
-	close_fd(&go[0]);
-	close_fd(&sv[1]);
-	close_fd(&ep[1]);
+	sbx_close_fd(&p->sock_fd);
+	sbx_close_fd(&p->err_fd);
+	sbx_close_fd(&go[0]);
+	sbx_close_fd(&sv[1]);
+	sbx_close_fd(&ep[1]);
 	if ((rc = sbx_cg_attach(&s->cg, s->pid, err, errsz)) < 0)
 		goto fail_fds;
 	if ((rc = setup_net(s, &spec->net, err, errsz)) < 0)
@@ -923,7 +774,7 @@ ns_start(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx *
 		rc = sbx_fail(err, errsz, -EPIPE, "start: the sandbox died early");
 		goto fail_fds;
 	}
-	close_fd(&go[1]);
+	sbx_close_fd(&go[1]);
 	/* EOF: the exec happened (the pipe is close-on-exec). */
 	do {
 		n = read(ep[0], &ce, sizeof(ce));
@@ -938,22 +789,22 @@ ns_start(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx *
 		}
 		goto fail_fds;
 	}
-	close_fd(&ep[0]);
+	sbx_close_fd(&ep[0]);
 	s->agent_fd = sv[0];
 	sv[0] = -1;
 	fcntl(s->agent_fd, F_SETFL, O_NONBLOCK);
-	if ((rc = read_start_time(s->pid, &s->start_time)) < 0) {
+	if ((rc = sbx_read_start_time(s->pid, &s->start_time)) < 0) {
 		rc = sbx_fail(err, errsz, rc, "start: /proc/%d/stat: %s", (int)s->pid,
 		              strerror(-rc));
 		goto fail_fds;
 	}
-	if ((rc = write_saved(s)) < 0) {
-		rc =
-		    sbx_fail(err, errsz, rc, "start: %s/%s: %s", s->dir, SAVED_FILE, strerror(-rc));
+	if ((rc = sbx_saved_write(s->dir, ns_save(s))) < 0) {
+		rc = sbx_fail(err, errsz, rc, "start: %s/%s: %s", s->dir, SBX_SAVED_FILE,
+		              strerror(-rc));
 		goto fail_fds;
 	}
 	munmap(stack, stack_sz);
-	close_fd(&p->exe_fd);
+	sbx_close_fd(&p->exe_fd);
 	free(p);
 	sbx_log(SBX_LOG_INFO, "sandbox %s: started, pid %d", spec->id, (int)s->pid);
 	*out = s;
@@ -961,20 +812,20 @@ ns_start(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx *
 
 fail_fds:
 	if (p) {
-		close_fd(&p->sock_fd);
-		close_fd(&p->err_fd);
+		sbx_close_fd(&p->sock_fd);
+		sbx_close_fd(&p->err_fd);
 	}
-	close_fd(&sv[0]);
-	close_fd(&sv[1]);
-	close_fd(&go[0]);
-	close_fd(&go[1]);
-	close_fd(&ep[0]);
-	close_fd(&ep[1]);
+	sbx_close_fd(&sv[0]);
+	sbx_close_fd(&sv[1]);
+	sbx_close_fd(&go[0]);
+	sbx_close_fd(&go[1]);
+	sbx_close_fd(&ep[0]);
+	sbx_close_fd(&ep[1]);
 fail:
 	if (stack != MAP_FAILED)
 		munmap(stack, stack_sz);
 	if (p) {
-		close_fd(&p->exe_fd);
+		sbx_close_fd(&p->exe_fd);
 		free(p);
 	}
 	teardown(s, 0, NULL, 0);
@@ -1015,92 +866,11 @@ ns_release(struct sbx *s)
 {
 	/* Our fds only: the sandbox runs on and its agent waits for the
 	 * next host. */
-	close_fd(&s->agent_fd);
-	close_fd(&s->pidfd);
-	close_fd(&s->nl_peer);
+	sbx_close_fd(&s->agent_fd);
+	sbx_close_fd(&s->pidfd);
+	sbx_close_fd(&s->nl_peer);
 	sbx_log(SBX_LOG_INFO, "sandbox %s: left running, pid %d", s->head.id, (int)s->pid);
 	free(s);
-}
-
-/* The configured state directory without trailing slashes. */
-static void
-state_root(char *out, size_t cap)
-{
-	size_t n;
-
-	snprintf(out, cap, "%s", sbx_g.state_dir);
-	n = strlen(out);
-	while (n > 1 && out[n - 1] == '/')
-		out[--n] = 0;
-}
-
-/* Is dir <state_dir>/<id>, that is, ours to remove? */
-static bool
-state_dir_ours(const char *dir, const char *id)
-{
-	char root[PATH_MAX], want[PATH_MAX * 2];
-
-	state_root(root, sizeof(root));
-	if (sbx_pathf(want, sizeof(want), "%s/%s", strcmp(root, "/") ? root : "", id) < 0)
-		return false;
-	return strcmp(want, dir) == 0;
-}
-
-/* Is the process sv names alive, and that very process? 0 with *pidfd
- * open on it; -ESRCH (err says why) when it is gone or another one. */
-static int
-find_alive(const struct sbx_saved *sv, int *pidfd, char *err, size_t errsz)
-{
-	char path[64], *buf;
-	unsigned long long st;
-	ssize_t n;
-	int fd, rc;
-
-	*pidfd = -1;
-	fd = (int)syscall(SYS_pidfd_open, sv->pid, 0);
-	if (fd < 0) {
-		if (errno == ESRCH)
-			return sbx_fail(err, errsz, -ESRCH, "sandbox %s: pid %d is gone", sv->id,
-			                sv->pid);
-		return sbx_fail(err, errsz, -errno, "sandbox %s: pidfd_open %d: %s", sv->id,
-		                sv->pid, strerror(errno));
-	}
-	/* From here the pid cannot be reused under us: fd pins the process
-	 * we check, and a process that ended is seen below. */
-	rc = read_start_time(sv->pid, &st);
-	if (rc == -ENOENT || rc == -ESRCH || (rc == 0 && st != sv->start_time)) {
-		close(fd);
-		return sbx_fail(err, errsz, -ESRCH, "sandbox %s: pid %d is %s now", sv->id, sv->pid,
-		                rc ? "gone" : "another process");
-	}
-	if (rc < 0) {
-		close(fd);
-		return sbx_fail(err, errsz, rc, "sandbox %s: /proc/%d/stat: %s", sv->id, sv->pid,
-		                strerror(-rc));
-	}
-	buf = malloc(16384);
-	if (!buf) {
-		close(fd);
-		return sbx_fail(err, errsz, -ENOMEM, "adopt: out of memory");
-	}
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", sv->pid);
-	n = read_small(path, buf, 16384);
-	if (n < 0 || !sbx_cgroup_names(buf, sv->id)) {
-		free(buf);
-		close(fd);
-		return sbx_fail(err, errsz, -ESRCH,
-		                "sandbox %s: pid %d is not in the sandbox's cgroup", sv->id,
-		                sv->pid);
-	}
-	free(buf);
-	if (pidfd_wait(fd, 0)) {
-		/* it ended (a zombie waiting for its reaper) */
-		close(fd);
-		return sbx_fail(err, errsz, -ESRCH, "sandbox %s: pid %d has exited", sv->id,
-		                sv->pid);
-	}
-	*pidfd = fd;
-	return 0;
 }
 
 /* A new connection to the agent's socket inside the sandbox. The path is
@@ -1120,33 +890,34 @@ agent_connect(const struct sbx_saved *sv, char *err, size_t errsz)
 	int dfd, pfd = -1, fd = -1, rc = 0;
 
 	/* The documented form must fit too (and the agent's own bind). */
-	if (sbx_pathf(sa.sun_path, sizeof(sa.sun_path), "/proc/%d/root%s", sv->pid, sv->sock) < 0)
+	if (sbx_pathf(sa.sun_path, sizeof(sa.sun_path), "/proc/%d/root%s", sv->r.pid, sv->sock) < 0)
 		return sbx_fail(err, errsz, -ENAMETOOLONG,
-		                "adopt %s: /proc/%d/root%s is too long for a unix socket", sv->id,
-		                sv->pid, sv->sock);
-	snprintf(root, sizeof(root), "/proc/%d/root", sv->pid);
+		                "adopt %s: /proc/%d/root%s is too long for a unix socket", sv->r.id,
+		                sv->r.pid, sv->sock);
+	snprintf(root, sizeof(root), "/proc/%d/root", sv->r.pid);
 	dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return sbx_fail(err, errsz, errno == ENOENT ? -ESRCH : -errno, "adopt %s: %s: %s",
-		                sv->id, root, strerror(errno));
+		                sv->r.id, root, strerror(errno));
 	pfd = (int)syscall(SYS_openat2, dfd, sv->sock, &how, sizeof(how));
 	close(dfd);
 	if (pfd < 0) {
 		rc = sbx_fail(err, errsz, -errno,
 		              "adopt %s: the agent's socket %s: %s (is the agent running with "
 		              "--listen?)",
-		              sv->id, sv->sock, strerror(errno));
+		              sv->r.id, sv->sock, strerror(errno));
 		goto out;
 	}
 	if (fstat(pfd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-		rc = sbx_fail(err, errsz, -ENOTSOCK, "adopt %s: %s is not a socket", sv->id,
+		rc = sbx_fail(err, errsz, -ENOTSOCK, "adopt %s: %s is not a socket", sv->r.id,
 		              sv->sock);
 		goto out;
 	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", pfd);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
-		rc = sbx_fail(err, errsz, -errno, "adopt %s: socket: %s", sv->id, strerror(errno));
+		rc =
+		    sbx_fail(err, errsz, -errno, "adopt %s: socket: %s", sv->r.id, strerror(errno));
 		goto out;
 	}
 	/* EAGAIN: the agent's backlog is full for a moment. */
@@ -1157,14 +928,14 @@ agent_connect(const struct sbx_saved *sv, char *err, size_t errsz)
 			nanosleep(&(struct timespec){0, 10000000}, NULL);
 			continue;
 		}
-		rc = sbx_fail(err, errsz, -errno, "adopt %s: connect to the agent: %s", sv->id,
+		rc = sbx_fail(err, errsz, -errno, "adopt %s: connect to the agent: %s", sv->r.id,
 		              strerror(errno));
 		goto out;
 	}
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) < 0 || uc.pid != sv->pid) {
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) < 0 || uc.pid != sv->r.pid) {
 		rc = sbx_fail(err, errsz, -EPERM,
 		              "adopt %s: %s is not the agent's socket (listener pid %d, not %d)",
-		              sv->id, sv->sock, (int)uc.pid, sv->pid);
+		              sv->r.id, sv->sock, (int)uc.pid, sv->r.pid);
 		goto out;
 	}
 out:
@@ -1178,49 +949,6 @@ out:
 	return fd;
 }
 
-/* The peer link sv recorded, if its namespace has a name we can open and
- * the link is still the one made (name, index, namespace inode): a
- * netlink socket in that namespace, or -1. */
-static int
-peer_open(const struct sbx_saved *sv)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	int ns, nl;
-
-	if (!sv->peer_netns[0] || !sv->peer_ifname[0] || sv->peer_ifindex <= 0)
-		return -1;
-	if (sbx_pathf(path, sizeof(path), "/run/netns/%s", sv->peer_netns) < 0)
-		return -1;
-	ns = open(path, O_RDONLY | O_CLOEXEC);
-	if (ns < 0)
-		return -1;
-	if (fstat(ns, &st) < 0 ||
-	    (sv->peer_netns_ino && (unsigned long long)st.st_ino != sv->peer_netns_ino)) {
-		close(ns);
-		return -1;
-	}
-	nl = sbx_nl_open_in(ns);
-	close(ns);
-	if (nl < 0)
-		return -1;
-	if (sbx_nl_ifindex(nl, sv->peer_ifname) != sv->peer_ifindex) {
-		close(nl);
-		return -1;
-	}
-	return nl;
-}
-
-/* Are sv's cgroup directories in this host's cgroup hierarchies? */
-static bool
-cgroups_ok(const struct sbx_saved *sv)
-{
-	for (size_t i = 0; i < sv->ncg; i++)
-		if (!sbx_cg_under_mount(sv->cg[i]))
-			return false;
-	return true;
-}
-
 static int
 ns_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
 {
@@ -1232,13 +960,7 @@ ns_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
 		return sbx_fail(err, errsz, -ENOMEM, "adopt: out of memory");
 	if ((rc = sbx_saved_parse(saved, sv, err, errsz)) < 0)
 		goto out;
-	if (!cgroups_ok(sv)) {
-		rc = sbx_fail(err, errsz, -EINVAL,
-		              "adopt %s: its cgroups are not in this host's cgroup hierarchy",
-		              sv->id);
-		goto out;
-	}
-	if ((rc = find_alive(sv, &pidfd, err, errsz)) < 0)
+	if ((rc = sbx_rec_check(&sv->r, "adopt", "", &pidfd, err, errsz)) < 0)
 		goto out;
 	if ((rc = fd = agent_connect(sv, err, errsz)) < 0)
 		goto out;
@@ -1246,29 +968,23 @@ ns_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
 		rc = sbx_fail(err, errsz, -ENOMEM, "adopt: out of memory");
 		goto out;
 	}
-	snprintf(s->head.id, sizeof(s->head.id), "%s", sv->id);
-	s->pid = sv->pid;
+	snprintf(s->head.id, sizeof(s->head.id), "%s", sv->r.id);
+	s->pid = sv->r.pid;
 	s->pidfd = pidfd;
 	s->agent_fd = fd;
 	s->child = false;
-	s->start_time = sv->start_time;
-	s->cg.version = sv->cg_version;
-	s->cg.ndirs = sv->ncg;
-	for (size_t i = 0; i < sv->ncg; i++)
-		snprintf(s->cg.dirs[i], sizeof(s->cg.dirs[i]), "%s", sv->cg[i]);
-	if (state_dir_ours(sv->state_dir, sv->id))
-		snprintf(s->dir, sizeof(s->dir), "%s", sv->state_dir);
+	s->start_time = sv->r.start_time;
+	sbx_rec_get_cg(&sv->r, &s->cg);
+	if (sbx_state_dir_ours(sv->r.state_dir, sv->r.id))
+		snprintf(s->dir, sizeof(s->dir), "%s", sv->r.state_dir);
 	else
 		sbx_log(SBX_LOG_WARN,
 		        "sandbox %s: its state directory %s is not under %s: stop will leave it",
-		        sv->id, sv->state_dir, sbx_g.state_dir);
-	snprintf(s->peer_ifname, sizeof(s->peer_ifname), "%s", sv->peer_ifname);
-	snprintf(s->peer_netns, sizeof(s->peer_netns), "%s", sv->peer_netns);
-	s->peer_ifindex = sv->peer_ifindex;
-	s->peer_netns_ino = sv->peer_netns_ino;
+		        sv->r.id, sv->r.state_dir, sbx_g.state_dir);
+	sbx_rec_get_link(&sv->r, &s->peer);
 	/* Not found (a namespace given by fd, or gone): the kernel removes
 	 * the peer with the sandbox's namespace. */
-	s->nl_peer = peer_open(sv);
+	s->nl_peer = sbx_rec_peer_open(&sv->r);
 	sbx_log(SBX_LOG_INFO, "sandbox %s: adopted, pid %d", s->head.id, (int)s->pid);
 	*out = s;
 	rc = 0;
@@ -1283,151 +999,32 @@ out:
 	return rc;
 }
 
-/* Removes what sv left: cgroups (killing anything in them), its link, its
- * state directory (only once nothing can run in it). */
 static int
-cleanup_saved(const struct sbx_saved *sv, char *err, size_t errsz)
+ns_parse(const json_t *j, void *out, char *err, size_t errsz)
 {
-	struct sbx_cg cg = {.version = sv->cg_version, .ndirs = sv->ncg};
-	int rc = 0, r, nl;
-	struct stat st;
-
-	for (size_t i = 0; i < sv->ncg; i++)
-		snprintf(cg.dirs[i], sizeof(cg.dirs[i]), "%s", sv->cg[i]);
-	r = sbx_cg_destroy(&cg, err, errsz);
-	if (r < 0)
-		return r;
-	if ((nl = peer_open(sv)) >= 0) {
-		r = peer_del(nl, sv->peer_ifname, sv->peer_ifindex);
-		close(nl);
-		if (r < 0 && r != -ENODEV)
-			rc = sbx_fail(err, errsz, r, "sandbox %s: delete link %s: %s", sv->id,
-			              sv->peer_ifname, strerror(-r));
-	}
-	if (lstat(sv->state_dir, &st) == 0) {
-		if (!S_ISDIR(st.st_mode) || !state_dir_ours(sv->state_dir, sv->id))
-			return sbx_fail(err, errsz, -EPERM,
-			                "sandbox %s: %s is not a state directory under %s; left "
-			                "alone",
-			                sv->id, sv->state_dir, sbx_g.state_dir);
-		r = sbx_rm_tree(sv->state_dir);
-		if (r < 0 && !rc)
-			rc = sbx_fail(err, errsz, r, "sandbox %s: remove %s: %s", sv->id,
-			              sv->state_dir, strerror(-r));
-	}
-	return rc;
+	return sbx_saved_parse(j, out, err, errsz);
 }
+
+/* A directory whose record names no backend is ours: a start that
+ * crashed before writing one left it. */
+static const struct sbx_durable ns_durable = {
+    .backend = "ns",
+    .unrecorded = true,
+    .link = "link",
+    .saved_size = sizeof(struct sbx_saved),
+    .parse = ns_parse,
+};
 
 static int
 ns_forget(const json_t *saved, char *err, size_t errsz)
 {
-	struct sbx_saved *sv;
-	int rc, pidfd;
-
-	if (!(sv = sbx_calloc(1, sizeof(*sv))))
-		return sbx_fail(err, errsz, -ENOMEM, "forget: out of memory");
-	if ((rc = sbx_saved_parse(saved, sv, err, errsz)) < 0)
-		goto out;
-	if (!cgroups_ok(sv)) {
-		rc = sbx_fail(err, errsz, -EINVAL,
-		              "forget %s: its cgroups are not in this host's cgroup hierarchy",
-		              sv->id);
-		goto out;
-	}
-	rc = find_alive(sv, &pidfd, NULL, 0);
-	if (rc == 0) {
-		close(pidfd);
-		rc = sbx_fail(err, errsz, -EBUSY,
-		              "forget %s: it still runs (pid %d): adopt and stop it instead",
-		              sv->id, sv->pid);
-		goto out;
-	}
-	rc = cleanup_saved(sv, err, errsz);
-	if (rc == 0)
-		sbx_log(SBX_LOG_INFO, "sandbox %s: forgotten", sv->id);
-out:
-	free(sv);
-	return rc;
-}
-
-/* sweep: one state directory entry that is not kept. */
-static int
-sweep_one(const char *root, const char *id, char *err, size_t errsz)
-{
-	char path[PATH_MAX * 2];
-	struct sbx_saved *sv;
-	json_t *j;
-	int rc;
-
-	if (!(sv = sbx_calloc(1, sizeof(*sv))))
-		return sbx_fail(err, errsz, -ENOMEM, "sweep: out of memory");
-	sbx_pathf(path, sizeof(path), "%s/%s/%s", root, id, SAVED_FILE);
-	j = json_load_file(path, 0, NULL);
-	if (j && json_is_string(json_object_get(j, "backend")) &&
-	    strcmp(json_string_value(json_object_get(j, "backend")), "ns") != 0) {
-		rc = 1; /* another backend's (vm): its own sweep decides */
-		goto out;
-	}
-	if (!j || sbx_saved_parse(j, sv, NULL, 0) < 0 || strcmp(sv->id, id) != 0 ||
-	    !state_dir_ours(sv->state_dir, id) || !cgroups_ok(sv)) {
-		/* No usable record (a start that crashed early): its cgroups
-		 * are where this process would have made them. */
-		struct sbx_cg cg;
-		memset(sv, 0, sizeof(*sv));
-		sbx_pathf(sv->id, sizeof(sv->id), "%s", id);
-		sbx_pathf(sv->state_dir, sizeof(sv->state_dir), "%s/%s", root, id);
-		if ((rc = sbx_cg_dirs(id, &cg, err, errsz)) < 0)
-			goto out;
-		sv->cg_version = cg.version;
-		sv->ncg = cg.ndirs;
-		for (size_t i = 0; i < cg.ndirs; i++)
-			snprintf(sv->cg[i], sizeof(sv->cg[i]), "%s", cg.dirs[i]);
-	}
-	rc = cleanup_saved(sv, err, errsz);
-	if (rc == 0)
-		sbx_log(SBX_LOG_INFO, "sandbox %s: swept", id);
-out:
-	json_decref(j);
-	free(sv);
-	return rc;
+	return sbx_durable_forget(&ns_durable, saved, err, errsz);
 }
 
 static int
 ns_sweep(const char *const *keep, size_t nkeep, char *err, size_t errsz)
 {
-	char root[PATH_MAX], path[PATH_MAX * 2];
-	DIR *d;
-	struct dirent *e;
-	int n = 0, rc = 0;
-
-	state_root(root, sizeof(root));
-	d = opendir(root);
-	if (!d)
-		return errno == ENOENT
-		           ? 0
-		           : sbx_fail(err, errsz, -errno, "sweep: %s: %s", root, strerror(errno));
-	while ((e = readdir(d))) {
-		struct stat st;
-		bool kept = false;
-		int r;
-
-		if (!sbx_id_ok(e->d_name))
-			continue;
-		for (size_t i = 0; i < nkeep && !kept; i++)
-			kept = keep[i] && strcmp(keep[i], e->d_name) == 0;
-		if (kept)
-			continue;
-		sbx_pathf(path, sizeof(path), "%s/%s", root, e->d_name);
-		if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-			continue;
-		r = sweep_one(root, e->d_name, rc ? NULL : err, errsz);
-		if (r < 0 && !rc)
-			rc = r;
-		if (r == 0)
-			n++;
-	}
-	closedir(d);
-	return rc < 0 ? rc : n;
+	return sbx_durable_sweep(&ns_durable, keep, nkeep, err, errsz);
 }
 
 const struct sbx_backend_ops sbx_ns_ops = {

@@ -134,6 +134,9 @@ struct sbx_template {
 int sbx_tpl_ensure(const struct sbx_template_req *req, struct sbx_template **out, char *err,
                    size_t errsz);
 void sbx_tpl_free(struct sbx_template *t);
+/* Is dir the absolute path of a directory (a `dir` template's root)? 0,
+ * or -ENOENT with a message naming the fix. */
+int sbx_tpl_dir_check(const char *dir, char *err, size_t errsz);
 
 /* Removes a directory tree without following symlinks or crossing mounts.
  * 0, or -errno of the first failure. */
@@ -150,7 +153,7 @@ bool sbx_guest_path_ok(const char *p);
 /* 1..SBX_IFNAME_MAX bytes, no '/', ':', space or control. */
 bool sbx_ifname_ok(const char *s);
 
-/* ---- durability (saved.c: pure; ns.c: the system) --------------------- */
+/* ---- durability (saved.c: pure; durable.c: the system) ---------------- */
 
 /* Where the ns backend's agent listens inside the guest (--listen). */
 #define SBX_AGENT_SOCK     "/run/sluice/agent.sock"
@@ -167,23 +170,64 @@ int sbx_stat_starttime(const char *stat, size_t len, unsigned long long *out);
  * in a group whose last path component is id? Pure. */
 bool sbx_cgroup_names(const char *proc_cgroup, const char *id);
 
+/* A sandbox's link in the peer namespace, as recorded to find that very
+ * link again. */
+struct sbx_link {
+	char netns[SBX_NETNS_NAME_MAX + 1]; /* "": none, or given as an fd */
+	char ifname[SBX_IFNAME_MAX + 1];    /* "": no link */
+	int ifindex;                        /* 0: unknown */
+	unsigned long long netns_ino;       /* 0: unknown */
+};
+
+/* The fields every backend's saved record carries. */
+#define SBX_REC_FIELDS                                                                             \
+	char id[SBX_ID_MAX + 1];                                                                   \
+	int pid;                                                                                   \
+	unsigned long long start_time;                                                             \
+	char state_dir[PATH_MAX];                                                                  \
+	int cg_version;                                                                            \
+	size_t ncg;                                                                                \
+	char cg[SBX_CG__N][PATH_MAX];                                                              \
+	char peer_netns[SBX_NETNS_NAME_MAX + 1]; /* "": none, or given as an fd */                 \
+	char peer_ifname[SBX_IFNAME_MAX + 1];    /* "": no link */                                 \
+	int peer_ifindex;                        /* 0: unknown */                                  \
+	unsigned long long peer_netns_ino;       /* 0: unknown */
+struct sbx_rec {
+	SBX_REC_FIELDS
+};
+/* A backend's record begins with this: its common fields by name (sv->id)
+ * or as one struct sbx_rec (&sv->r) for the shared code; the two are the
+ * same members (C11 6.5.2.3: a common initial sequence). */
+#define SBX_REC_HEAD                                                                               \
+	union {                                                                                    \
+		struct sbx_rec r;                                                                  \
+		struct {                                                                           \
+			SBX_REC_FIELDS                                                             \
+		};                                                                                 \
+	}
+
 /* What sbx_save() writes for an `ns` sandbox, checked. */
 struct sbx_saved {
-	char id[SBX_ID_MAX + 1];
-	int pid;
-	unsigned long long start_time;
-	char state_dir[PATH_MAX];
-	int cg_version;
-	size_t ncg;
-	char cg[SBX_CG__N][PATH_MAX];
-	char sock[108];                          /* guest path of the agent socket */
-	char peer_netns[SBX_NETNS_NAME_MAX + 1]; /* "": none, or given as an fd */
-	char peer_ifname[SBX_IFNAME_MAX + 1];    /* "": no link */
-	int peer_ifindex;                        /* 0: unknown */
-	unsigned long long peer_netns_ino;       /* 0: unknown */
+	SBX_REC_HEAD;
+	char sock[108]; /* guest path of the agent socket */
 };
 
 struct json_t;
+/* The object for r with "backend", "version", r's fields, then extra's
+ * (stolen; NULL: none), then "net" when there is a link: a new
+ * reference, or NULL when out of memory. Pure. */
+struct json_t *sbx_rec_to_json(const struct sbx_rec *r, const char *backend, struct json_t *extra);
+/* Checks the common part of j (as sbx_rec_to_json() makes it) and fills
+ * *out: "backend" is backend, the version, id, pid, start time, the state
+ * directory absolute with no "." or ".." part, under state_dir_cap bytes
+ * and ending in the id (why_cap: what else the limit is for, appended to
+ * the message, "" for nothing), each cgroup likewise, the peer link.
+ * Messages begin with what ("saved sandbox"). 0, or -EINVAL with one
+ * line in err. Pure. */
+int sbx_rec_parse(const struct json_t *j, const char *backend, const char *what,
+                  size_t state_dir_cap, const char *why_cap, struct sbx_rec *out, char *err,
+                  size_t errsz);
+
 /* The object for sv: a new reference, or NULL when out of memory. Pure. */
 struct json_t *sbx_saved_to_json(const struct sbx_saved *sv);
 /* Checks j (as sbx_saved_to_json() makes it) and fills *out: every path
@@ -200,6 +244,93 @@ int sbx_cg_dirs(const char *id, struct sbx_cg *cg, char *err, size_t errsz);
 bool sbx_cg_under_mount(const char *path);
 /* Does dir/cgroup.procs list at least one process? */
 bool sbx_cg_populated(const char *dir);
+
+/* ---- durability, the system side (durable.c) --------------------------- */
+
+#define SBX_SAVED_FILE "sandbox.json" /* in the state directory */
+
+/* Closes *fd if open and sets it to -1. */
+void sbx_close_fd(int *fd);
+/* Waits up to ms for the process behind pidfd to end: true if it did
+ * (false at once for pidfd < 0). */
+bool sbx_pidfd_wait(int pidfd, int ms);
+/* A small /proc file into buf (NUL-terminated): its length or -errno. */
+ssize_t sbx_read_small(const char *path, char *buf, size_t cap);
+/* /proc/PID/stat's start time: 0 or -errno (-EINVAL: not a stat line). */
+int sbx_read_start_time(pid_t pid, unsigned long long *out);
+/* Deletes the link ifname through netlink socket nl if it is still the
+ * one we made (ifindex > 0: the same index; a name alone may have been
+ * reused). 0, -ENODEV when it is gone or another, or -errno. */
+int sbx_peer_del(int nl, const char *ifname, int ifindex);
+/* The peer namespace n names (a dup of its fd, or /run/netns/NAME):
+ * an fd (CLOEXEC), or -errno with err set. */
+int sbx_open_peer_ns(const struct sbx_net *n, char *err, size_t errsz);
+/* Writes j (stolen; NULL: -ENOMEM) to dir/SBX_SAVED_FILE through a
+ * temporary file and rename. 0 or -errno. */
+int sbx_saved_write(const char *dir, struct json_t *j);
+
+/* The end of a stop, once the process is gone: deletes the peer link
+ * through *nl_peer if it is still the one made (then closes *nl_peer;
+ * link: "link" or "tap", for messages), destroys cg and, only when that
+ * worked (nothing can run in it), removes dir and empties it. rc: the
+ * stop's result so far, whose message in err wins. The stop's result. */
+int sbx_stop_rest(const char *id, const char *link, int *nl_peer, const struct sbx_link *peer,
+                  struct sbx_cg *cg, char *dir, int rc, char *err, size_t errsz);
+
+/* The configured state directory without trailing slashes. */
+void sbx_state_root(char *out, size_t cap);
+/* Is dir <state_dir>/<id>, that is, ours to remove? */
+bool sbx_state_dir_ours(const char *dir, const char *id);
+
+/* r's cgroups from cg, and back (*cg zeroed first). */
+void sbx_rec_set_cg(struct sbx_rec *r, const struct sbx_cg *cg);
+void sbx_rec_get_cg(const struct sbx_rec *r, struct sbx_cg *cg);
+/* Are r's cgroup directories in this host's cgroup hierarchies? */
+bool sbx_rec_cgroups_ok(const struct sbx_rec *r);
+/* Is the process r names alive, and that very process (pidfd, then start
+ * time, then /proc/PID/cgroup naming the id)? what names it in a message
+ * ("" or "QEMU "). 0 with *pidfd open on it; -ESRCH (err says why) when it
+ * is gone or another one; else -errno. */
+int sbx_rec_find(const struct sbx_rec *r, const char *what, int *pidfd, char *err, size_t errsz);
+/* sbx_rec_find() after checking r's cgroups are this host's (else
+ * -EINVAL, the message starting with op, "adopt"). */
+int sbx_rec_check(const struct sbx_rec *r, const char *op, const char *what, int *pidfd, char *err,
+                  size_t errsz);
+/* The peer link r recorded, if its namespace has a name we can open and
+ * the link is still the one made (name, index, namespace inode): a
+ * netlink socket in that namespace, or -1. */
+int sbx_rec_peer_open(const struct sbx_rec *r);
+/* Removes what r left: its cgroups (killing anything in them), its link
+ * (link: "link" or "tap", for messages), its state directory (only when
+ * it is <state_dir>/<id> and nothing can run in it). 0 or -errno. */
+int sbx_rec_cleanup(const struct sbx_rec *r, const char *link, char *err, size_t errsz);
+/* r's link from peer, and back. */
+void sbx_rec_set_link(struct sbx_rec *r, const struct sbx_link *peer);
+void sbx_rec_get_link(const struct sbx_rec *r, struct sbx_link *peer);
+/* r from a running sandbox's facts (r zeroed first). */
+void sbx_rec_fill(struct sbx_rec *r, const char *id, pid_t pid, unsigned long long start_time,
+                  const char *dir, const struct sbx_cg *cg, const struct sbx_link *peer);
+
+/* What forget and sweep need to know of a backend. */
+struct sbx_durable {
+	const char *backend; /* a record naming another backend is not swept */
+	bool unrecorded;     /* also sweep directories whose record names no backend */
+	const char *link;    /* "link" or "tap", for messages */
+	size_t saved_size;   /* the backend's record, struct sbx_rec first */
+	/* The backend's parse of its record into out (saved_size bytes):
+	 * 0, or < 0 with err set. */
+	int (*parse)(const struct json_t *j, void *out, char *err, size_t errsz);
+};
+/* sbx_forget(): parses saved; -EINVAL for cgroups not this host's,
+ * -EBUSY while the process runs, else sbx_rec_cleanup() (logs
+ * "forgotten"). */
+int sbx_durable_forget(const struct sbx_durable *w, const struct json_t *saved, char *err,
+                       size_t errsz);
+/* sbx_sweep(): every directory <state_dir>/<id> but the kept ids that is
+ * w's (logs "swept"); one with no usable record loses the cgroups its id
+ * names. The count swept, or the first -errno (err set). */
+int sbx_durable_sweep(const struct sbx_durable *w, const char *const *keep, size_t nkeep, char *err,
+                      size_t errsz);
 
 extern const struct sbx_backend_ops sbx_ns_ops;
 extern const struct sbx_backend_ops sbx_vm_ops;

@@ -1,6 +1,7 @@
-/* saved.c: the pure parts of re-adoption: what sbx_save() writes for an
- * `ns` sandbox and its checks, the start time from /proc/PID/stat, and
- * whether /proc/PID/cgroup names a sandbox. Text in, values out; no I/O. */
+/* saved.c: the pure parts of re-adoption: what sbx_save() writes for a
+ * sandbox (the part every backend shares, and `ns`'s own) and its checks,
+ * the start time from /proc/PID/stat, and whether /proc/PID/cgroup names a
+ * sandbox. Text in, values out; no I/O. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,37 +82,54 @@ sbx_cgroup_names(const char *pc, const char *id)
 }
 
 json_t *
-sbx_saved_to_json(const struct sbx_saved *sv)
+sbx_rec_to_json(const struct sbx_rec *r, const char *backend, json_t *extra)
 {
 	json_t *j, *cg, *net = NULL;
 
 	cg = json_array();
-	for (size_t i = 0; cg && i < sv->ncg; i++)
-		json_array_append_new(cg, json_string(sv->cg[i]));
-	if (sv->peer_ifname[0]) {
-		net = json_pack("{s:s, s:i}", "peer_ifname", sv->peer_ifname, "peer_ifindex",
-		                (json_int_t)sv->peer_ifindex);
-		if (net && sv->peer_netns[0])
-			json_object_set_new(net, "peer_netns", json_string(sv->peer_netns));
-		if (net && sv->peer_netns_ino)
+	for (size_t i = 0; cg && i < r->ncg; i++)
+		json_array_append_new(cg, json_string(r->cg[i]));
+	if (r->peer_ifname[0]) {
+		net = json_pack("{s:s, s:i}", "peer_ifname", r->peer_ifname, "peer_ifindex",
+		                r->peer_ifindex);
+		if (net && r->peer_netns[0])
+			json_object_set_new(net, "peer_netns", json_string(r->peer_netns));
+		if (net && r->peer_netns_ino)
 			json_object_set_new(net, "peer_netns_ino",
-			                    json_integer((json_int_t)sv->peer_netns_ino));
+			                    json_integer((json_int_t)r->peer_netns_ino));
 		if (!net) {
 			json_decref(cg);
+			json_decref(extra);
 			return NULL;
 		}
 	}
-	if (!cg)
+	if (!cg) {
+		json_decref(net);
+		json_decref(extra);
 		return NULL;
-	j = json_pack("{s:s, s:i, s:s, s:i, s:I, s:s, s:i, s:o, s:s}", "backend", "ns", "version",
-	              SBX_SAVED_VERSION, "id", sv->id, "pid", sv->pid, "start_time",
-	              (json_int_t)sv->start_time, "state_dir", sv->state_dir, "cgroup_version",
-	              sv->cg_version, "cgroups", cg, "agent_socket", sv->sock);
+	}
+	j = json_pack("{s:s, s:i, s:s, s:i, s:I, s:s, s:i, s:o}", "backend", backend, "version",
+	              SBX_SAVED_VERSION, "id", r->id, "pid", r->pid, "start_time",
+	              (json_int_t)r->start_time, "state_dir", r->state_dir, "cgroup_version",
+	              r->cg_version, "cgroups", cg);
+	if (j && extra && json_object_update(j, extra) < 0) {
+		json_decref(j);
+		j = NULL;
+	}
+	json_decref(extra);
 	if (j && net)
 		json_object_set_new(j, "net", net);
 	else
 		json_decref(net);
 	return j;
+}
+
+json_t *
+sbx_saved_to_json(const struct sbx_saved *sv)
+{
+	json_t *extra = json_pack("{s:s}", "agent_socket", sv->sock);
+
+	return extra ? sbx_rec_to_json(&sv->r, "ns", extra) : NULL;
 }
 
 /* Is p an absolute path with no "." or ".." part, under cap bytes, whose
@@ -137,7 +155,8 @@ str_of(const json_t *j, const char *key)
 }
 
 int
-sbx_saved_parse(const json_t *j, struct sbx_saved *out, char *err, size_t errsz)
+sbx_rec_parse(const json_t *j, const char *backend, const char *what, size_t state_dir_cap,
+              const char *why_cap, struct sbx_rec *out, char *err, size_t errsz)
 {
 	const json_t *v, *cg, *net;
 	const char *s;
@@ -146,94 +165,79 @@ sbx_saved_parse(const json_t *j, struct sbx_saved *out, char *err, size_t errsz)
 
 	memset(out, 0, sizeof(*out));
 	if (!json_is_object(j))
-		return sbx_fail(err, errsz, -EINVAL, "saved sandbox: not a JSON object");
-	if (!(s = str_of(j, "backend")) || strcmp(s, "ns") != 0)
-		return sbx_fail(err, errsz, -EINVAL, "saved sandbox: \"backend\" is not \"ns\"");
+		return sbx_fail(err, errsz, -EINVAL, "%s: not a JSON object", what);
+	if (!(s = str_of(j, "backend")) || strcmp(s, backend) != 0)
+		return sbx_fail(err, errsz, -EINVAL, "%s: \"backend\" is not \"%s\"", what,
+		                backend);
 	v = json_object_get(j, "version");
 	if (!json_is_integer(v) || json_integer_value(v) != SBX_SAVED_VERSION)
-		return sbx_fail(err, errsz, -EINVAL, "saved sandbox: \"version\" is not %d",
+		return sbx_fail(err, errsz, -EINVAL, "%s: \"version\" is not %d", what,
 		                SBX_SAVED_VERSION);
 	if (!(s = str_of(j, "id")) || !sbx_id_ok(s))
-		return sbx_fail(err, errsz, -EINVAL, "saved sandbox: \"id\" is not a sandbox id");
+		return sbx_fail(err, errsz, -EINVAL, "%s: \"id\" is not a sandbox id", what);
 	snprintf(out->id, sizeof(out->id), "%s", s);
 	v = json_object_get(j, "pid");
 	/* 1 is the host's init, never a sandbox; 4194304 is PID_MAX_LIMIT */
 	if (!json_is_integer(v) || (n = json_integer_value(v)) < 2 || n > 4194304)
-		return sbx_fail(err, errsz, -EINVAL, "saved sandbox %s: \"pid\" out of range",
-		                out->id);
+		return sbx_fail(err, errsz, -EINVAL, "%s %s: \"pid\" out of range", what, out->id);
 	out->pid = (int)n;
 	v = json_object_get(j, "start_time");
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
 		return sbx_fail(err, errsz, -EINVAL,
-		                "saved sandbox %s: \"start_time\" must be an integer >= 0",
-		                out->id);
+		                "%s %s: \"start_time\" must be an integer >= 0", what, out->id);
 	out->start_time = (unsigned long long)json_integer_value(v);
 	s = str_of(j, "state_dir");
-	if (!path_ends_in(s, out->id, sizeof(out->state_dir)))
+	if (!path_ends_in(s, out->id,
+	                  state_dir_cap < sizeof(out->state_dir) ? state_dir_cap
+	                                                         : sizeof(out->state_dir)))
 		return sbx_fail(err, errsz, -EINVAL,
-		                "saved sandbox %s: \"state_dir\" must be an absolute path "
-		                "ending in the id",
-		                out->id);
+		                "%s %s: \"state_dir\" must be an absolute path ending in the id%s",
+		                what, out->id, why_cap);
 	snprintf(out->state_dir, sizeof(out->state_dir), "%s", s);
 	v = json_object_get(j, "cgroup_version");
 	if (!json_is_integer(v) || (json_integer_value(v) != 1 && json_integer_value(v) != 2))
-		return sbx_fail(err, errsz, -EINVAL,
-		                "saved sandbox %s: \"cgroup_version\" is not 1 or 2", out->id);
+		return sbx_fail(err, errsz, -EINVAL, "%s %s: \"cgroup_version\" is not 1 or 2",
+		                what, out->id);
 	out->cg_version = (int)json_integer_value(v);
 	cg = json_object_get(j, "cgroups");
 	if (!json_is_array(cg) || json_array_size(cg) == 0 || json_array_size(cg) > SBX_CG__N ||
 	    (out->cg_version == 2 && json_array_size(cg) != 1))
 		return sbx_fail(err, errsz, -EINVAL,
-		                "saved sandbox %s: \"cgroups\" must list 1 to %d directories "
+		                "%s %s: \"cgroups\" must list 1 to %d directories "
 		                "(1 on cgroup v2)",
-		                out->id, SBX_CG__N);
+		                what, out->id, SBX_CG__N);
 	json_array_foreach(cg, i, v)
 	{
 		s = json_string_value(v);
 		if (!path_ends_in(s, out->id, sizeof(out->cg[0])))
 			return sbx_fail(err, errsz, -EINVAL,
-			                "saved sandbox %s: cgroup %zu must be an absolute path "
-			                "ending in the id",
-			                out->id, i);
+			                "%s %s: cgroup %zu must be an absolute path ending in "
+			                "the id",
+			                what, out->id, i);
 		for (size_t k = 0; k < i; k++)
 			if (strcmp(out->cg[k], s) == 0)
 				return sbx_fail(err, errsz, -EINVAL,
-				                "saved sandbox %s: cgroup %zu is listed twice",
-				                out->id, i);
+				                "%s %s: cgroup %zu is listed twice", what, out->id,
+				                i);
 		snprintf(out->cg[i], sizeof(out->cg[i]), "%s", s);
 	}
 	out->ncg = json_array_size(cg);
-	s = str_of(j, "agent_socket");
-	{
-		char probe[sizeof(((struct sockaddr_un *)0)->sun_path)];
-		if (!s || !sbx_guest_path_ok(s) || strcmp(s, "/") == 0 ||
-		    snprintf(probe, sizeof(probe), "/proc/%d/root%s", out->pid, s) >=
-		        (int)sizeof(probe))
-			return sbx_fail(err, errsz, -EINVAL,
-			                "saved sandbox %s: \"agent_socket\" must be an absolute "
-			                "guest path short enough for a unix socket address",
-			                out->id);
-		snprintf(out->sock, sizeof(out->sock), "%s", s);
-	}
 	net = json_object_get(j, "net");
 	if (net && !json_is_null(net)) {
 		if (!json_is_object(net))
-			return sbx_fail(err, errsz, -EINVAL,
-			                "saved sandbox %s: \"net\" is not an object", out->id);
+			return sbx_fail(err, errsz, -EINVAL, "%s %s: \"net\" is not an object",
+			                what, out->id);
 		s = str_of(net, "peer_ifname");
 		if (!s || !sbx_ifname_ok(s))
-			return sbx_fail(
-			    err, errsz, -EINVAL,
-			    "saved sandbox %s: net: \"peer_ifname\" is not an interface "
-			    "name",
-			    out->id);
+			return sbx_fail(err, errsz, -EINVAL,
+			                "%s %s: net: \"peer_ifname\" is not an interface name",
+			                what, out->id);
 		snprintf(out->peer_ifname, sizeof(out->peer_ifname), "%s", s);
 		v = json_object_get(net, "peer_ifindex");
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 		    json_integer_value(v) > 0x7fffffff)
 			return sbx_fail(err, errsz, -EINVAL,
-			                "saved sandbox %s: net: \"peer_ifindex\" out of range",
-			                out->id);
+			                "%s %s: net: \"peer_ifindex\" out of range", what, out->id);
 		out->peer_ifindex = (int)json_integer_value(v);
 		v = json_object_get(net, "peer_netns");
 		if (v) {
@@ -241,20 +245,41 @@ sbx_saved_parse(const json_t *j, struct sbx_saved *out, char *err, size_t errsz)
 			if (!s || !s[0] || strlen(s) > SBX_NETNS_NAME_MAX || strchr(s, '/') ||
 			    strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
 				return sbx_fail(err, errsz, -EINVAL,
-				                "saved sandbox %s: net: \"peer_netns\" is not a "
-				                "namespace name",
-				                out->id);
+				                "%s %s: net: \"peer_netns\" is not a namespace "
+				                "name",
+				                what, out->id);
 			snprintf(out->peer_netns, sizeof(out->peer_netns), "%s", s);
 		}
 		v = json_object_get(net, "peer_netns_ino");
 		if (v) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0)
 				return sbx_fail(err, errsz, -EINVAL,
-				                "saved sandbox %s: net: \"peer_netns_ino\" out of "
-				                "range",
+				                "%s %s: net: \"peer_netns_ino\" out of range", what,
 				                out->id);
 			out->peer_netns_ino = (unsigned long long)json_integer_value(v);
 		}
 	}
+	return 0;
+}
+
+int
+sbx_saved_parse(const json_t *j, struct sbx_saved *out, char *err, size_t errsz)
+{
+	char probe[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *s;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = sbx_rec_parse(j, "ns", "saved sandbox", sizeof(out->r.state_dir), "", &out->r,
+	                        err, errsz)) < 0)
+		return rc;
+	s = str_of(j, "agent_socket");
+	if (!s || !sbx_guest_path_ok(s) || strcmp(s, "/") == 0 ||
+	    snprintf(probe, sizeof(probe), "/proc/%d/root%s", out->r.pid, s) >= (int)sizeof(probe))
+		return sbx_fail(err, errsz, -EINVAL,
+		                "saved sandbox %s: \"agent_socket\" must be an absolute guest "
+		                "path short enough for a unix socket address",
+		                out->r.id);
+	snprintf(out->sock, sizeof(out->sock), "%s", s);
 	return 0;
 }

@@ -302,6 +302,19 @@ host_fill_binds(struct sbx_template *t)
 }
 
 int
+sbx_tpl_dir_check(const char *dir, char *err, size_t errsz)
+{
+	struct stat st;
+
+	if (!dir || dir[0] != '/' || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return sbx_fail(err, errsz, -ENOENT,
+		                "template: \"%s\" is not a directory; give the absolute path of "
+		                "a root file system",
+		                dir ? dir : "");
+	return 0;
+}
+
+int
 sbx_tpl_ensure(const struct sbx_template_req *req, struct sbx_template **out, char *err,
                size_t errsz)
 {
@@ -317,13 +330,9 @@ sbx_tpl_ensure(const struct sbx_template_req *req, struct sbx_template **out, ch
 	t->kind = req->kind;
 	switch (req->kind) {
 	case SBX_TEMPLATE_DIR:
-		if (!req->dir || req->dir[0] != '/' || stat(req->dir, &st) < 0 ||
-		    !S_ISDIR(st.st_mode)) {
+		if ((rc = sbx_tpl_dir_check(req->dir, err, errsz)) < 0) {
 			free(t);
-			return sbx_fail(err, errsz, -ENOENT,
-			                "template: \"%s\" is not a directory; give "
-			                "the absolute path of a root file system",
-			                req->dir ? req->dir : "");
+			return rc;
 		}
 		sbx_pathf(t->lower, sizeof(t->lower), "%s", req->dir);
 		*out = t;

@@ -82,18 +82,8 @@ void sbx_qmp_close(struct sbx_qmp *q);
 
 /* What sbx_save() writes for a `vm` sandbox, checked. */
 struct sbx_vm_saved {
-	char id[SBX_ID_MAX + 1];
-	int pid;
-	unsigned long long start_time;
-	char state_dir[PATH_MAX];
-	int cg_version;
-	size_t ncg;
-	char cg[SBX_CG__N][PATH_MAX];
-	char snap[80];                           /* the snapshot key, "" = cold boot */
-	char peer_netns[SBX_NETNS_NAME_MAX + 1]; /* "": none, or given as an fd */
-	char peer_ifname[SBX_IFNAME_MAX + 1];    /* "": no link */
-	int peer_ifindex;
-	unsigned long long peer_netns_ino;
+	SBX_REC_HEAD;
+	char snap[80]; /* the snapshot key, "" = cold boot */
 };
 
 struct json_t *sbx_vm_saved_to_json(const struct sbx_vm_saved *sv);

@@ -20,7 +20,6 @@
 #include <linux/capability.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -48,7 +47,6 @@
 #include "vm-int.h"
 #include "vm_img.h"
 
-#define SAVED_FILE     "sandbox.json"
 #define MEM_DEFAULT_MB 256
 #define MEM_MIN_MB     128
 #define TB_MB          64  /* TCG translation cache bound */
@@ -70,10 +68,7 @@ struct sbx {
 	int tap_fd; /* during a start: the tap, given to QEMU */
 	struct sbx_qmp *qmp;
 	int nl_peer;
-	char peer_ifname[SBX_IFNAME_MAX + 1];
-	int peer_ifindex;
-	char peer_netns[SBX_NETNS_NAME_MAX + 1];
-	unsigned long long peer_netns_ino;
+	struct sbx_link peer;
 	struct sbx_cg cg;
 	char dir[PATH_MAX];
 	char snap[80];
@@ -594,27 +589,13 @@ migrate_wait(struct sbx_qmp *q, const char *cmd, int64_t deadline, char *err, si
 	}
 }
 
-static bool
-pidfd_wait(int pidfd, int ms)
-{
-	struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
-	int r;
-
-	if (pidfd < 0)
-		return false;
-	do
-		r = poll(&pfd, 1, ms);
-	while (r < 0 && errno == EINTR);
-	return r > 0;
-}
-
 /* Ends a QEMU we launched without a cgroup (the snapshot builder). */
 static void
 reap(pid_t pid, int pidfd, struct sbx_qmp *q)
 {
 	if (q)
 		sbx_qmp_cmd(q, "quit", NULL, NULL, now_ms() + 1000, NULL, 0);
-	if (!pidfd_wait(pidfd, 2000))
+	if (!sbx_pidfd_wait(pidfd, 2000))
 		kill(pid, SIGKILL); /* our unreaped child: the pid is still its */
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
@@ -758,7 +739,7 @@ boot_template(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, uns
 out:
 	if (rc < 0 && q)
 		dump_console(q, dir);
-	if (rc < 0 && pid > 0 && pidfd_wait(pidfd, 0)) {
+	if (rc < 0 && pid > 0 && sbx_pidfd_wait(pidfd, 0)) {
 		qemu_log_tail(dir, tail, sizeof(tail));
 		if (tail[0] && err && errsz) {
 			size_t n = strlen(err);
@@ -992,34 +973,6 @@ tap_create(int netns, const char *name)
 }
 
 static int
-peer_del(int nl, const char *ifname, int ifindex)
-{
-	int r;
-
-	if (ifindex > 0 && (r = sbx_nl_ifindex(nl, ifname)) != ifindex)
-		return r < 0 ? r : -ENODEV;
-	return sbx_nl_link_del(nl, ifname);
-}
-
-static int
-open_peer_ns(const struct sbx_net *n, char *err, size_t errsz)
-{
-	char p[PATH_MAX];
-	int fd;
-
-	if (n->peer_netns_fd >= 0) {
-		fd = fcntl(n->peer_netns_fd, F_DUPFD_CLOEXEC, 3);
-	} else {
-		sbx_pathf(p, sizeof(p), "/run/netns/%s", n->peer_netns);
-		fd = open(p, O_RDONLY | O_CLOEXEC);
-	}
-	if (fd < 0)
-		return sbx_fail(err, errsz, -errno, "start: network namespace %s: %s",
-		                n->peer_netns_fd >= 0 ? "(fd)" : n->peer_netns, strerror(errno));
-	return fd;
-}
-
-static int
 setup_tap(struct sbx *s, const struct sbx_net *n, int peerns, char *err, size_t errsz)
 {
 	const char *step = "create tap";
@@ -1028,16 +981,16 @@ setup_tap(struct sbx *s, const struct sbx_net *n, int peerns, char *err, size_t 
 
 	if ((rc = s->tap_fd = tap_create(peerns, n->peer_ifname)) < 0)
 		goto out;
-	sbx_pathf(s->peer_ifname, sizeof(s->peer_ifname), "%s", n->peer_ifname);
+	sbx_pathf(s->peer.ifname, sizeof(s->peer.ifname), "%s", n->peer_ifname);
 	step = "netlink in the peer namespace";
 	if ((rc = s->nl_peer = sbx_nl_open_in(peerns)) < 0)
 		goto out;
 	rc = sbx_nl_ifindex(s->nl_peer, n->peer_ifname);
-	s->peer_ifindex = rc > 0 ? rc : 0;
+	s->peer.ifindex = rc > 0 ? rc : 0;
 	if (fstat(peerns, &st) == 0)
-		s->peer_netns_ino = (unsigned long long)st.st_ino;
+		s->peer.netns_ino = (unsigned long long)st.st_ino;
 	if (n->peer_netns_fd < 0)
-		sbx_pathf(s->peer_netns, sizeof(s->peer_netns), "%s", n->peer_netns);
+		sbx_pathf(s->peer.netns, sizeof(s->peer.netns), "%s", n->peer_netns);
 	step = "tap up";
 	if ((rc = sbx_nl_link_up(s->nl_peer, n->peer_ifname, n->mtu)) < 0)
 		goto out;
@@ -1055,61 +1008,6 @@ out:
 
 /* ---- start ----------------------------------------------------------------- */
 
-static void
-close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-static ssize_t
-read_small(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return n;
-}
-
-static int
-read_start_time(pid_t pid, unsigned long long *out)
-{
-	char path[64], buf[1024];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((n = read_small(path, buf, sizeof(buf))) < 0)
-		return (int)n;
-	return sbx_stat_starttime(buf, (size_t)n, out);
-}
-
-static void
-fill_saved(const struct sbx *s, struct sbx_vm_saved *sv)
-{
-	memset(sv, 0, sizeof(*sv));
-	snprintf(sv->id, sizeof(sv->id), "%s", s->head.id);
-	sv->pid = (int)s->pid;
-	sv->start_time = s->start_time;
-	snprintf(sv->state_dir, sizeof(sv->state_dir), "%s", s->dir);
-	sv->cg_version = s->cg.version;
-	sv->ncg = s->cg.ndirs;
-	for (size_t i = 0; i < s->cg.ndirs; i++)
-		snprintf(sv->cg[i], sizeof(sv->cg[i]), "%s", s->cg.dirs[i]);
-	snprintf(sv->snap, sizeof(sv->snap), "%s", s->snap);
-	snprintf(sv->peer_netns, sizeof(sv->peer_netns), "%s", s->peer_netns);
-	snprintf(sv->peer_ifname, sizeof(sv->peer_ifname), "%s", s->peer_ifname);
-	sv->peer_ifindex = s->peer_ifindex;
-	sv->peer_netns_ino = s->peer_netns_ino;
-}
-
 static json_t *
 vm_save(const struct sbx *s)
 {
@@ -1120,48 +1018,30 @@ vm_save(const struct sbx *s)
 		return NULL;
 	if (!(sv = sbx_calloc(1, sizeof(*sv))))
 		return NULL;
-	fill_saved(s, sv);
+	sbx_rec_fill(&sv->r, s->head.id, s->pid, s->start_time, s->dir, &s->cg, &s->peer);
+	snprintf(sv->snap, sizeof(sv->snap), "%s", s->snap);
 	j = sbx_vm_saved_to_json(sv);
 	free(sv);
 	return j;
 }
-
-static int
-write_json(const char *dir, json_t *j)
-{
-	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
-	int rc;
-
-	if (!j)
-		return -ENOMEM;
-	sbx_pathf(path, sizeof(path), "%s/%s", dir, SAVED_FILE);
-	sbx_pathf(tmp, sizeof(tmp), "%s.tmp", path);
-	errno = 0;
-	rc = json_dump_file(j, tmp, JSON_COMPACT) == 0 ? 0 : -(errno ? errno : EIO);
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
-	json_decref(j);
-	return rc;
-}
-
 /* Ends QEMU and removes everything (one teardown path). */
 static int
 teardown(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
 {
-	int rc = 0, r;
+	int rc = 0;
 
-	close_fd(&s->agent_fd);
-	close_fd(&s->tap_fd);
+	sbx_close_fd(&s->agent_fd);
+	sbx_close_fd(&s->tap_fd);
 	if (s->pid > 0) {
 		if (grace_ms && s->qmp &&
 		    sbx_qmp_cmd(s->qmp, "quit", NULL, NULL, now_ms() + grace_ms, NULL, 0) == 0)
-			pidfd_wait(s->pidfd, (int)grace_ms);
+			sbx_pidfd_wait(s->pidfd, (int)grace_ms);
 		if (s->pidfd < 0 || syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0) < 0)
 			kill(s->pid, SIGKILL);
 		if (s->child) {
 			while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
 				;
-		} else if (!pidfd_wait(s->pidfd, 10000)) {
+		} else if (!sbx_pidfd_wait(s->pidfd, 10000)) {
 			rc = sbx_fail(err, errsz, -ETIMEDOUT,
 			              "stop %s: pid %d did not end 10 s after SIGKILL", s->head.id,
 			              (int)s->pid);
@@ -1170,27 +1050,11 @@ teardown(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
 	}
 	sbx_qmp_close(s->qmp);
 	s->qmp = NULL;
-	close_fd(&s->pidfd);
-	if (s->nl_peer >= 0) {
-		/* The tap goes with QEMU's fd; a tap of an older version was
-		 * persistent: delete it by name and index (ENODEV: gone). */
-		r = peer_del(s->nl_peer, s->peer_ifname, s->peer_ifindex);
-		if (r < 0 && r != -ENODEV && !rc)
-			rc = sbx_fail(err, errsz, r, "stop %s: delete tap %s: %s", s->head.id,
-			              s->peer_ifname, strerror(-r));
-		close_fd(&s->nl_peer);
-	}
-	r = sbx_cg_destroy(&s->cg, rc ? NULL : err, errsz);
-	if (r < 0 && !rc)
-		rc = r;
-	if (s->dir[0] && r == 0) {
-		r = sbx_rm_tree(s->dir);
-		if (r < 0 && !rc)
-			rc = sbx_fail(err, errsz, r, "stop %s: remove %s: %s", s->head.id, s->dir,
-			              strerror(-r));
-		if (r == 0)
-			s->dir[0] = 0;
-	}
+	sbx_close_fd(&s->pidfd);
+	/* The tap goes with QEMU's fd; a tap of an older version was
+	 * persistent: it is deleted by name and index (ENODEV: gone). */
+	rc =
+	    sbx_stop_rest(s->head.id, "tap", &s->nl_peer, &s->peer, &s->cg, s->dir, rc, err, errsz);
 	s->stopped = true;
 	return rc;
 }
@@ -1410,7 +1274,7 @@ boot_sandbox(struct sbx *s, const struct sbx_vm_tpl *t, const char *img_dir, uns
 static void
 boot_undo(struct sbx *s)
 {
-	close_fd(&s->agent_fd);
+	sbx_close_fd(&s->agent_fd);
 	if (s->qmp)
 		dump_console(s->qmp, s->dir);
 	sbx_qmp_close(s->qmp);
@@ -1423,7 +1287,7 @@ boot_undo(struct sbx *s)
 			;
 	}
 	s->pid = -1;
-	close_fd(&s->pidfd);
+	sbx_close_fd(&s->pidfd);
 	char p[PATH_MAX + 16];
 	sbx_pathf(p, sizeof(p), "%s/qmp.sock", s->dir);
 	unlink(p);
@@ -1494,11 +1358,11 @@ vm_start(const struct sbx_template *tpl, const struct sbx_spec *spec, struct sbx
 	}
 	sbx_pathf(s->dir, sizeof(s->dir), "%s", path);
 	/* Mark the directory ours at once (sweep tells backends apart). */
-	write_json(s->dir, json_pack("{s:s, s:s}", "backend", "vm", "id", spec->id));
+	sbx_saved_write(s->dir, json_pack("{s:s, s:s}", "backend", "vm", "id", spec->id));
 	if ((rc = sbx_cg_create(spec->id, &lim, &s->cg, err, errsz)) < 0)
 		goto fail;
 	if (spec->net.kind == SBX_NET_LINK) {
-		if ((rc = peerns = open_peer_ns(&spec->net, err, errsz)) < 0)
+		if ((rc = peerns = sbx_open_peer_ns(&spec->net, err, errsz)) < 0)
 			goto fail;
 		if ((rc = setup_tap(s, &spec->net, peerns, err, errsz)) < 0)
 			goto fail;
@@ -1544,18 +1408,18 @@ vm_start(const struct sbx_template *tpl, const struct sbx_spec *spec, struct sbx
 		goto fail;
 	if ((rc = agent_setup(s, spec, HELLO_CLONE_MS, err, errsz)) < 0)
 		goto fail;
-	if ((rc = read_start_time(s->pid, &s->start_time)) < 0) {
+	if ((rc = sbx_read_start_time(s->pid, &s->start_time)) < 0) {
 		rc = sbx_fail(err, errsz, rc, "start: /proc/%d/stat: %s", (int)s->pid,
 		              strerror(-rc));
 		goto fail;
 	}
-	if ((rc = write_json(s->dir, vm_save(s))) < 0) {
-		rc =
-		    sbx_fail(err, errsz, rc, "start: %s/%s: %s", s->dir, SAVED_FILE, strerror(-rc));
+	if ((rc = sbx_saved_write(s->dir, vm_save(s))) < 0) {
+		rc = sbx_fail(err, errsz, rc, "start: %s/%s: %s", s->dir, SBX_SAVED_FILE,
+		              strerror(-rc));
 		goto fail;
 	}
-	close_fd(&peerns);
-	close_fd(&s->tap_fd); /* QEMU holds it now */
+	sbx_close_fd(&peerns);
+	sbx_close_fd(&s->tap_fd); /* QEMU holds it now */
 	sbx_log(SBX_LOG_INFO, "sandbox %s: started (%s, %s) in %lld ms, pid %d", spec->id,
 	        s->snap[0] ? "clone" : "cold boot", kvm ? "kvm" : "tcg", (long long)(now_ms() - t0),
 	        (int)s->pid);
@@ -1564,7 +1428,7 @@ vm_start(const struct sbx_template *tpl, const struct sbx_spec *spec, struct sbx
 fail:
 	if (s->qmp && s->dir[0])
 		dump_console(s->qmp, s->dir);
-	if (s->pid > 0 && pidfd_wait(s->pidfd, 0) && err && errsz) {
+	if (s->pid > 0 && sbx_pidfd_wait(s->pidfd, 0) && err && errsz) {
 		char tail[256];
 		qemu_log_tail(s->dir, tail, sizeof(tail));
 		if (tail[0]) {
@@ -1572,7 +1436,7 @@ fail:
 			snprintf(err + n, errsz - n, " (qemu: %s)", tail);
 		}
 	}
-	close_fd(&peerns);
+	sbx_close_fd(&peerns);
 	teardown(s, 0, NULL, 0);
 	sbx_log(SBX_LOG_WARN, "sandbox %s: start failed: %s", spec->id, err && errsz ? err : "");
 	free(s);
@@ -1609,10 +1473,10 @@ vm_free(struct sbx *s)
 static void
 vm_release(struct sbx *s)
 {
-	close_fd(&s->agent_fd);
-	close_fd(&s->pidfd);
-	close_fd(&s->nl_peer);
-	close_fd(&s->tap_fd);
+	sbx_close_fd(&s->agent_fd);
+	sbx_close_fd(&s->pidfd);
+	sbx_close_fd(&s->nl_peer);
+	sbx_close_fd(&s->tap_fd);
 	sbx_qmp_close(s->qmp);
 	sbx_log(SBX_LOG_INFO, "sandbox %s: left running, pid %d", s->head.id, (int)s->pid);
 	free(s);
@@ -1648,95 +1512,6 @@ vm_unpark(struct sbx *s, char *err, size_t errsz)
 
 /* ---- adopt, forget, sweep ---------------------------------------------------- */
 
-static void
-state_root(char *out, size_t cap)
-{
-	size_t n;
-
-	snprintf(out, cap, "%s", sbx_g.state_dir);
-	n = strlen(out);
-	while (n > 1 && out[n - 1] == '/')
-		out[--n] = 0;
-}
-
-static bool
-state_dir_ours(const char *dir, const char *id)
-{
-	char root[PATH_MAX], want[PATH_MAX * 2];
-
-	state_root(root, sizeof(root));
-	if (sbx_pathf(want, sizeof(want), "%s/%s", strcmp(root, "/") ? root : "", id) < 0)
-		return false;
-	return strcmp(want, dir) == 0;
-}
-
-static bool
-cgroups_ok(const struct sbx_vm_saved *sv)
-{
-	for (size_t i = 0; i < sv->ncg; i++)
-		if (!sbx_cg_under_mount(sv->cg[i]))
-			return false;
-	return true;
-}
-
-static int
-find_alive(const struct sbx_vm_saved *sv, int *pidfd, char *err, size_t errsz)
-{
-	char path[64], buf[16384];
-	unsigned long long st;
-	int fd, rc;
-
-	*pidfd = -1;
-	fd = (int)syscall(SYS_pidfd_open, sv->pid, 0);
-	if (fd < 0)
-		return sbx_fail(err, errsz, errno == ESRCH ? -ESRCH : -errno,
-		                "sandbox %s: pid %d: %s", sv->id, sv->pid,
-		                errno == ESRCH ? "gone" : strerror(errno));
-	rc = read_start_time(sv->pid, &st);
-	if (rc < 0 || st != sv->start_time) {
-		close(fd);
-		return sbx_fail(err, errsz, -ESRCH, "sandbox %s: pid %d is %s now", sv->id, sv->pid,
-		                rc ? "gone" : "another process");
-	}
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", sv->pid);
-	if (read_small(path, buf, sizeof(buf)) < 0 || !sbx_cgroup_names(buf, sv->id) ||
-	    pidfd_wait(fd, 0)) {
-		close(fd);
-		return sbx_fail(err, errsz, -ESRCH,
-		                "sandbox %s: pid %d is not QEMU in the sandbox's cgroup", sv->id,
-		                sv->pid);
-	}
-	*pidfd = fd;
-	return 0;
-}
-
-static int
-peer_open(const struct sbx_vm_saved *sv)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	int ns, nl;
-
-	if (!sv->peer_netns[0] || !sv->peer_ifname[0] || sv->peer_ifindex <= 0)
-		return -1;
-	if (sbx_pathf(path, sizeof(path), "/run/netns/%s", sv->peer_netns) < 0)
-		return -1;
-	if ((ns = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
-	if (fstat(ns, &st) < 0 ||
-	    (sv->peer_netns_ino && (unsigned long long)st.st_ino != sv->peer_netns_ino)) {
-		close(ns);
-		return -1;
-	}
-	nl = sbx_nl_open_in(ns);
-	close(ns);
-	if (nl >= 0 && sbx_nl_ifindex(nl, sv->peer_ifname) != sv->peer_ifindex) {
-		close(nl);
-		return -1;
-	}
-	return nl;
-}
-
 static int
 vm_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
 {
@@ -1753,18 +1528,12 @@ vm_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
 	s->pidfd = s->agent_fd = s->nl_peer = s->tap_fd = -1;
 	if ((rc = sbx_vm_saved_parse(saved, sv, err, errsz)) < 0)
 		goto out;
-	if (!cgroups_ok(sv)) {
-		rc = sbx_fail(err, errsz, -EINVAL,
-		              "adopt %s: its cgroups are not in this host's cgroup hierarchy",
-		              sv->id);
-		goto out;
-	}
-	if ((rc = find_alive(sv, &pidfd, err, errsz)) < 0)
+	if ((rc = sbx_rec_check(&sv->r, "adopt", "QEMU ", &pidfd, err, errsz)) < 0)
 		goto out;
 	{
 		char qp[PATH_MAX + 16];
-		sbx_pathf(qp, sizeof(qp), "%s/qmp.sock", sv->state_dir);
-		if ((rc = sbx_qmp_open(qp, sv->pid, now_ms() + QMP_MS, &s->qmp, err, errsz)) < 0)
+		sbx_pathf(qp, sizeof(qp), "%s/qmp.sock", sv->r.state_dir);
+		if ((rc = sbx_qmp_open(qp, sv->r.pid, now_ms() + QMP_MS, &s->qmp, err, errsz)) < 0)
 			goto out;
 	}
 	if ((rc = sbx_qmp_cmd(s->qmp, "query-status", NULL, &st, now_ms() + QMP_MS, err, errsz)) <
@@ -1774,25 +1543,19 @@ vm_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
 	    (rc = sbx_qmp_cmd(s->qmp, "cont", NULL, NULL, now_ms() + QMP_MS, err, errsz)) < 0)
 		goto out;
 	if ((rc = s->agent_fd =
-	         agent_connect(sv->state_dir, sv->pid, now_ms() + QMP_MS, err, errsz)) < 0)
+	         agent_connect(sv->r.state_dir, sv->r.pid, now_ms() + QMP_MS, err, errsz)) < 0)
 		goto out;
-	snprintf(s->head.id, sizeof(s->head.id), "%s", sv->id);
-	s->pid = sv->pid;
+	snprintf(s->head.id, sizeof(s->head.id), "%s", sv->r.id);
+	s->pid = sv->r.pid;
 	s->pidfd = pidfd;
 	pidfd = -1;
-	s->start_time = sv->start_time;
-	s->cg.version = sv->cg_version;
-	s->cg.ndirs = sv->ncg;
-	for (size_t i = 0; i < sv->ncg; i++)
-		snprintf(s->cg.dirs[i], sizeof(s->cg.dirs[i]), "%s", sv->cg[i]);
-	if (state_dir_ours(sv->state_dir, sv->id))
-		snprintf(s->dir, sizeof(s->dir), "%s", sv->state_dir);
+	s->start_time = sv->r.start_time;
+	sbx_rec_get_cg(&sv->r, &s->cg);
+	if (sbx_state_dir_ours(sv->r.state_dir, sv->r.id))
+		snprintf(s->dir, sizeof(s->dir), "%s", sv->r.state_dir);
 	snprintf(s->snap, sizeof(s->snap), "%s", sv->snap);
-	snprintf(s->peer_ifname, sizeof(s->peer_ifname), "%s", sv->peer_ifname);
-	snprintf(s->peer_netns, sizeof(s->peer_netns), "%s", sv->peer_netns);
-	s->peer_ifindex = sv->peer_ifindex;
-	s->peer_netns_ino = sv->peer_netns_ino;
-	s->nl_peer = peer_open(sv);
+	sbx_rec_get_link(&sv->r, &s->peer);
+	s->nl_peer = sbx_rec_peer_open(&sv->r);
 	sbx_log(SBX_LOG_INFO, "sandbox %s: adopted, pid %d", s->head.id, (int)s->pid);
 	*out = s;
 	s = NULL;
@@ -1800,7 +1563,7 @@ vm_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
 out:
 	json_decref(st);
 	if (s) {
-		close_fd(&s->agent_fd);
+		sbx_close_fd(&s->agent_fd);
 		sbx_qmp_close(s->qmp);
 		free(s);
 	}
@@ -1811,142 +1574,31 @@ out:
 }
 
 static int
-cleanup_saved(const struct sbx_vm_saved *sv, char *err, size_t errsz)
+vm_parse(const json_t *j, void *out, char *err, size_t errsz)
 {
-	struct sbx_cg cg = {.version = sv->cg_version, .ndirs = sv->ncg};
-	int rc = 0, r, nl;
-	struct stat st;
-
-	for (size_t i = 0; i < sv->ncg; i++)
-		snprintf(cg.dirs[i], sizeof(cg.dirs[i]), "%s", sv->cg[i]);
-	if ((r = sbx_cg_destroy(&cg, err, errsz)) < 0)
-		return r;
-	if ((nl = peer_open(sv)) >= 0) {
-		r = peer_del(nl, sv->peer_ifname, sv->peer_ifindex);
-		close(nl);
-		if (r < 0 && r != -ENODEV)
-			rc = sbx_fail(err, errsz, r, "sandbox %s: delete tap %s: %s", sv->id,
-			              sv->peer_ifname, strerror(-r));
-	}
-	if (lstat(sv->state_dir, &st) == 0) {
-		if (!S_ISDIR(st.st_mode) || !state_dir_ours(sv->state_dir, sv->id))
-			return sbx_fail(
-			    err, errsz, -EPERM,
-			    "sandbox %s: %s is not a state directory under %s; left alone", sv->id,
-			    sv->state_dir, sbx_g.state_dir);
-		r = sbx_rm_tree(sv->state_dir);
-		if (r < 0 && !rc)
-			rc = sbx_fail(err, errsz, r, "sandbox %s: remove %s: %s", sv->id,
-			              sv->state_dir, strerror(-r));
-	}
-	return rc;
+	return sbx_vm_saved_parse(j, out, err, errsz);
 }
+
+/* Only directories whose record says "vm": the start writes an early one
+ * as soon as the state directory exists. */
+static const struct sbx_durable vm_durable = {
+    .backend = "vm",
+    .unrecorded = false,
+    .link = "tap",
+    .saved_size = sizeof(struct sbx_vm_saved),
+    .parse = vm_parse,
+};
 
 static int
 vm_forget(const json_t *saved, char *err, size_t errsz)
 {
-	struct sbx_vm_saved *sv;
-	int rc, pidfd;
-
-	if (!(sv = sbx_calloc(1, sizeof(*sv))))
-		return sbx_fail(err, errsz, -ENOMEM, "forget: out of memory");
-	if ((rc = sbx_vm_saved_parse(saved, sv, err, errsz)) < 0)
-		goto out;
-	if (!cgroups_ok(sv)) {
-		rc = sbx_fail(err, errsz, -EINVAL,
-		              "forget %s: its cgroups are not in this host's cgroup hierarchy",
-		              sv->id);
-		goto out;
-	}
-	if (find_alive(sv, &pidfd, NULL, 0) == 0) {
-		close(pidfd);
-		rc = sbx_fail(err, errsz, -EBUSY,
-		              "forget %s: it still runs (pid %d): adopt and stop it instead",
-		              sv->id, sv->pid);
-		goto out;
-	}
-	if ((rc = cleanup_saved(sv, err, errsz)) == 0)
-		sbx_log(SBX_LOG_INFO, "sandbox %s: forgotten", sv->id);
-out:
-	free(sv);
-	return rc;
-}
-
-static int
-sweep_one(const char *root, const char *id, char *err, size_t errsz)
-{
-	char path[PATH_MAX * 2];
-	struct sbx_vm_saved *sv;
-	const char *be;
-	json_t *j;
-	int rc = 0;
-
-	sbx_pathf(path, sizeof(path), "%s/%s/%s", root, id, SAVED_FILE);
-	j = json_load_file(path, 0, NULL);
-	be = json_string_value(json_object_get(j, "backend"));
-	if (!be || strcmp(be, "vm") != 0) {
-		json_decref(j);
-		return 1; /* not ours (or no record: not known to be ours) */
-	}
-	if (!(sv = sbx_calloc(1, sizeof(*sv)))) {
-		json_decref(j);
-		return sbx_fail(err, errsz, -ENOMEM, "sweep: out of memory");
-	}
-	if (sbx_vm_saved_parse(j, sv, NULL, 0) < 0 || strcmp(sv->id, id) != 0 ||
-	    !state_dir_ours(sv->state_dir, id) || !cgroups_ok(sv)) {
-		/* The early record of a start that crashed: its cgroups are
-		 * where this process would have made them. */
-		struct sbx_cg cg;
-		memset(sv, 0, sizeof(*sv));
-		sbx_pathf(sv->id, sizeof(sv->id), "%s", id);
-		sbx_pathf(sv->state_dir, sizeof(sv->state_dir), "%s/%s", root, id);
-		if ((rc = sbx_cg_dirs(id, &cg, err, errsz)) < 0)
-			goto out;
-		sv->cg_version = cg.version;
-		sv->ncg = cg.ndirs;
-		for (size_t i = 0; i < cg.ndirs; i++)
-			snprintf(sv->cg[i], sizeof(sv->cg[i]), "%s", cg.dirs[i]);
-		/* a tap it may have made: name unknown, left to its namespace */
-	}
-	if ((rc = cleanup_saved(sv, err, errsz)) == 0)
-		sbx_log(SBX_LOG_INFO, "sandbox %s: swept", id);
-out:
-	json_decref(j);
-	free(sv);
-	return rc;
+	return sbx_durable_forget(&vm_durable, saved, err, errsz);
 }
 
 static int
 vm_sweep(const char *const *keep, size_t nkeep, char *err, size_t errsz)
 {
-	char root[PATH_MAX];
-	DIR *d;
-	struct dirent *e;
-	int n = 0, rc = 0;
-
-	state_root(root, sizeof(root));
-	if (!(d = opendir(root)))
-		return errno == ENOENT
-		           ? 0
-		           : sbx_fail(err, errsz, -errno, "sweep: %s: %s", root, strerror(errno));
-	while ((e = readdir(d))) {
-		bool kept = false;
-		int r;
-
-		if (!sbx_id_ok(e->d_name))
-			continue;
-		for (size_t i = 0; i < nkeep && !kept; i++)
-			kept = keep[i] && strcmp(keep[i], e->d_name) == 0;
-		if (kept)
-			continue;
-		r = sweep_one(root, e->d_name, rc ? NULL : err, errsz);
-		if (r < 0 && !rc)
-			rc = r;
-		if (r == 0)
-			n++;
-	}
-	closedir(d);
-	return rc < 0 ? rc : n;
+	return sbx_durable_sweep(&vm_durable, keep, nkeep, err, errsz);
 }
 
 const struct sbx_backend_ops sbx_vm_ops = {

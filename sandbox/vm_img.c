@@ -130,8 +130,15 @@ sbx_vm_cmdline(char *out, size_t cap, const char *hostname, unsigned long tsc_kh
 
 	if (tsc_khz)
 		snprintf(tsc, sizeof(tsc), " tsc_early_khz=%lu tsc=reliable", tsc_khz);
+	/* Each trims a TCG boot (sandbox/vm/README.md measures them): one
+	 * UART instead of four, no crypto self-tests, and no kprobe trace
+	 * events, X.509 key list (module signatures are stripped) or KDF
+	 * self-test. Not btf_vmlinux_init: without /sys/kernel/btf every
+	 * module load warns with a stack trace (btf_module_notify). */
 	return sbx_pathf(out, cap,
-	                 "console=ttyS0 quiet panic=-1%s sluice.root=/dev/vda "
+	                 "console=ttyS0 quiet panic=-1%s 8250.nr_uarts=1 cryptomgr.notests=1 "
+	                 "initcall_blacklist=init_kprobe_trace,load_system_certificate_list,"
+	                 "crypto_kdf108_init sluice.root=/dev/vda "
 	                 "sluice.port=sluice.agent sluice.hostname=%s",
 	                 tsc, hostname);
 }
@@ -225,13 +232,9 @@ sbx_vm_tpl_ensure(const struct sbx_template_req *req, struct sbx_vm_tpl **out, c
 	t->kind = req->kind;
 	switch (req->kind) {
 	case SBX_TEMPLATE_DIR:
-		if (!req->dir || req->dir[0] != '/' || stat(req->dir, &st) < 0 ||
-		    !S_ISDIR(st.st_mode)) {
+		if ((rc = sbx_tpl_dir_check(req->dir, err, errsz)) < 0) {
 			free(t);
-			return sbx_fail(err, errsz, -ENOENT,
-			                "template: \"%s\" is not a directory; give the absolute "
-			                "path of a root file system",
-			                req->dir ? req->dir : "");
+			return rc;
 		}
 		name = "dir";
 		src = req->dir;
@@ -326,172 +329,47 @@ fail:
 
 /* ---- the saved record ------------------------------------------------------ */
 
-static bool
-path_ends_in(const char *p, const char *id, size_t cap)
-{
-	size_t n, il = strlen(id);
-
-	if (!p || p[0] != '/' || (n = strlen(p)) >= cap || n <= il + 1)
-		return false;
-	for (const char *c = p; *c; c++)
-		if (c[0] == '/' && c[1] == '.' &&
-		    (c[2] == '/' || c[2] == 0 || (c[2] == '.' && (c[3] == '/' || c[3] == 0))))
-			return false;
-	return p[n - il - 1] == '/' && strcmp(p + n - il, id) == 0;
-}
-
 json_t *
 sbx_vm_saved_to_json(const struct sbx_vm_saved *sv)
 {
-	json_t *j, *cg, *net = NULL;
+	char qp[PATH_MAX + 16], ap[PATH_MAX + 16];
+	json_t *extra;
 
-	if (!(cg = json_array()))
-		return NULL;
-	for (size_t i = 0; i < sv->ncg; i++)
-		json_array_append_new(cg, json_string(sv->cg[i]));
-	if (sv->peer_ifname[0]) {
-		net = json_pack("{s:s, s:i, s:I}", "peer_ifname", sv->peer_ifname, "peer_ifindex",
-		                sv->peer_ifindex, "peer_netns_ino", (json_int_t)sv->peer_netns_ino);
-		if (net && sv->peer_netns[0])
-			json_object_set_new(net, "peer_netns", json_string(sv->peer_netns));
-		if (!net) {
-			json_decref(cg);
-			return NULL;
-		}
-	}
-	j = json_pack("{s:s, s:i, s:s, s:i, s:I, s:s, s:i, s:o, s:s}", "backend", "vm", "version",
-	              1, "id", sv->id, "pid", sv->pid, "start_time", (json_int_t)sv->start_time,
-	              "state_dir", sv->state_dir, "cgroup_version", sv->cg_version, "cgroups", cg,
-	              "snapshot", sv->snap);
-	if (j) {
-		char p[PATH_MAX + 16];
-		snprintf(p, sizeof(p), "%s/qmp.sock", sv->state_dir);
-		json_object_set_new(j, "qmp_socket", json_string(p));
-		snprintf(p, sizeof(p), "%s/agent.sock", sv->state_dir);
-		json_object_set_new(j, "agent_socket", json_string(p));
-	}
-	if (j && net)
-		json_object_set_new(j, "net", net);
-	else
-		json_decref(net);
-	return j;
+	snprintf(qp, sizeof(qp), "%s/qmp.sock", sv->r.state_dir);
+	snprintf(ap, sizeof(ap), "%s/agent.sock", sv->r.state_dir);
+	extra = json_pack("{s:s, s:s, s:s}", "snapshot", sv->snap, "qmp_socket", qp, "agent_socket",
+	                  ap);
+	return extra ? sbx_rec_to_json(&sv->r, "vm", extra) : NULL;
 }
 
 int
 sbx_vm_saved_parse(const json_t *j, struct sbx_vm_saved *out, char *err, size_t errsz)
 {
-	const json_t *v, *cg, *net;
 	const char *s;
-	json_int_t n;
-	size_t i;
 	char want[PATH_MAX + 16];
+	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!json_is_object(j))
-		return sbx_fail(err, errsz, -EINVAL, "saved vm: not a JSON object");
-	if (!(s = json_string_value(json_object_get(j, "backend"))) || strcmp(s, "vm") != 0)
-		return sbx_fail(err, errsz, -EINVAL, "saved vm: \"backend\" is not \"vm\"");
-	v = json_object_get(j, "version");
-	if (!json_is_integer(v) || json_integer_value(v) != 1)
-		return sbx_fail(err, errsz, -EINVAL, "saved vm: \"version\" is not 1");
-	if (!(s = json_string_value(json_object_get(j, "id"))) || !sbx_id_ok(s))
-		return sbx_fail(err, errsz, -EINVAL, "saved vm: \"id\" is not a sandbox id");
-	snprintf(out->id, sizeof(out->id), "%s", s);
-	v = json_object_get(j, "pid");
-	if (!json_is_integer(v) || (n = json_integer_value(v)) < 2 || n > 4194304)
-		return sbx_fail(err, errsz, -EINVAL, "saved vm %s: \"pid\" out of range", out->id);
-	out->pid = (int)n;
-	v = json_object_get(j, "start_time");
-	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return sbx_fail(err, errsz, -EINVAL, "saved vm %s: \"start_time\" must be >= 0",
-		                out->id);
-	out->start_time = (unsigned long long)json_integer_value(v);
-	s = json_string_value(json_object_get(j, "state_dir"));
 	/* room for "/agent.sock" in a sun_path */
-	if (!path_ends_in(s, out->id, 108 - 12))
-		return sbx_fail(err, errsz, -EINVAL,
-		                "saved vm %s: \"state_dir\" must be an absolute path ending in "
-		                "the id, short enough for its sockets",
-		                out->id);
-	snprintf(out->state_dir, sizeof(out->state_dir), "%s", s);
-	snprintf(want, sizeof(want), "%s/qmp.sock", out->state_dir);
+	if ((rc = sbx_rec_parse(j, "vm", "saved vm", 108 - 12, ", short enough for its sockets",
+	                        &out->r, err, errsz)) < 0)
+		return rc;
+	snprintf(want, sizeof(want), "%s/qmp.sock", out->r.state_dir);
 	s = json_string_value(json_object_get(j, "qmp_socket"));
 	if (!s || strcmp(s, want) != 0)
 		return sbx_fail(err, errsz, -EINVAL,
-		                "saved vm %s: \"qmp_socket\" is not <state_dir>/qmp.sock", out->id);
-	snprintf(want, sizeof(want), "%s/agent.sock", out->state_dir);
+		                "saved vm %s: \"qmp_socket\" is not <state_dir>/qmp.sock",
+		                out->r.id);
+	snprintf(want, sizeof(want), "%s/agent.sock", out->r.state_dir);
 	s = json_string_value(json_object_get(j, "agent_socket"));
 	if (!s || strcmp(s, want) != 0)
 		return sbx_fail(err, errsz, -EINVAL,
 		                "saved vm %s: \"agent_socket\" is not <state_dir>/agent.sock",
-		                out->id);
-	v = json_object_get(j, "cgroup_version");
-	if (!json_is_integer(v) || (json_integer_value(v) != 1 && json_integer_value(v) != 2))
-		return sbx_fail(err, errsz, -EINVAL,
-		                "saved vm %s: \"cgroup_version\" is not 1 or 2", out->id);
-	out->cg_version = (int)json_integer_value(v);
-	cg = json_object_get(j, "cgroups");
-	if (!json_is_array(cg) || json_array_size(cg) == 0 || json_array_size(cg) > SBX_CG__N ||
-	    (out->cg_version == 2 && json_array_size(cg) != 1))
-		return sbx_fail(err, errsz, -EINVAL,
-		                "saved vm %s: \"cgroups\" must list 1 to %d directories (1 on v2)",
-		                out->id, SBX_CG__N);
-	json_array_foreach(cg, i, v)
-	{
-		s = json_string_value(v);
-		if (!path_ends_in(s, out->id, sizeof(out->cg[0])))
-			return sbx_fail(err, errsz, -EINVAL,
-			                "saved vm %s: cgroup %zu must be an absolute path ending "
-			                "in the id",
-			                out->id, i);
-		for (size_t k = 0; k < i; k++)
-			if (strcmp(out->cg[k], s) == 0)
-				return sbx_fail(err, errsz, -EINVAL,
-				                "saved vm %s: cgroup %zu is listed twice", out->id,
-				                i);
-		snprintf(out->cg[i], sizeof(out->cg[i]), "%s", s);
-	}
-	out->ncg = json_array_size(cg);
+		                out->r.id);
 	s = json_string_value(json_object_get(j, "snapshot"));
 	if (!s || strlen(s) >= sizeof(out->snap) || strspn(s, "0123456789abcdef") != strlen(s))
 		return sbx_fail(err, errsz, -EINVAL, "saved vm %s: \"snapshot\" is not a key",
-		                out->id);
+		                out->r.id);
 	snprintf(out->snap, sizeof(out->snap), "%s", s);
-	net = json_object_get(j, "net");
-	if (net && !json_is_null(net)) {
-		if (!json_is_object(net))
-			return sbx_fail(err, errsz, -EINVAL,
-			                "saved vm %s: \"net\" is not an object", out->id);
-		s = json_string_value(json_object_get(net, "peer_ifname"));
-		if (!s || !sbx_ifname_ok(s))
-			return sbx_fail(
-			    err, errsz, -EINVAL,
-			    "saved vm %s: net: \"peer_ifname\" is not an interface name", out->id);
-		snprintf(out->peer_ifname, sizeof(out->peer_ifname), "%s", s);
-		v = json_object_get(net, "peer_ifindex");
-		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		    json_integer_value(v) > 0x7fffffff)
-			return sbx_fail(err, errsz, -EINVAL,
-			                "saved vm %s: net: \"peer_ifindex\" out of range", out->id);
-		out->peer_ifindex = (int)json_integer_value(v);
-		v = json_object_get(net, "peer_netns");
-		if (v) {
-			s = json_string_value(v);
-			if (!s || !s[0] || strlen(s) > SBX_NETNS_NAME_MAX || strchr(s, '/') ||
-			    strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
-				return sbx_fail(err, errsz, -EINVAL,
-				                "saved vm %s: net: \"peer_netns\" is not a "
-				                "namespace name",
-				                out->id);
-			snprintf(out->peer_netns, sizeof(out->peer_netns), "%s", s);
-		}
-		v = json_object_get(net, "peer_netns_ino");
-		if (v && (!json_is_integer(v) || json_integer_value(v) < 0))
-			return sbx_fail(err, errsz, -EINVAL,
-			                "saved vm %s: net: \"peer_netns_ino\" out of range",
-			                out->id);
-		if (v)
-			out->peer_netns_ino = (unsigned long long)json_integer_value(v);
-	}
 	return 0;
 }

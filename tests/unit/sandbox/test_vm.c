@@ -281,6 +281,9 @@ test_cmdline(void **st)
 	assert_int_equal(sbx_vm_cmdline(cl, sizeof(cl), "x", 2445404), 0);
 	assert_non_null(strstr(cl, " tsc_early_khz=2445404 tsc=reliable "));
 	assert_non_null(strstr(cl, "panic=-1"));
+	assert_non_null(strstr(cl, " cryptomgr.notests=1 "));
+	assert_non_null(strstr(cl, "initcall_blacklist=init_kprobe_trace,"));
+	assert_null(strstr(cl, "btf_vmlinux_init"));
 }
 
 static void
