@@ -166,6 +166,18 @@ memlim() {
 	done
 	echo none
 }
+# and its CPU quota one CPU (limits.cpus: 1): quota = period.
+cpulim() {
+	local d
+	for d in $(cg_dirs "$A"); do
+		[ -f "$d/cpu.cfs_quota_us" ] &&
+			{ echo "$(cat "$d/cpu.cfs_quota_us") $(cat "$d/cpu.cfs_period_us")"; return; }
+		[ -f "$d/cpu.max" ] && { cat "$d/cpu.max"; return; }
+	done
+	echo none
+}
+CL=$(cpulim)
+check "its cgroup's CPU quota is one CPU ($CL)" eval '[ "${CL% *}" = "${CL#* }" ]'
 ML=$(memlim)
 if [ "$BACKEND" = vm ]; then
 	check "its cgroup has a memory limit above the guest's 256 MiB ($ML MiB)" eval '[ "$ML" -gt 256 ] 2>/dev/null'
