@@ -395,13 +395,18 @@ sbx_durable_forget(const struct sbx_durable *w, const json_t *saved, char *err, 
 		              r->id);
 		goto out;
 	}
-	if (sbx_rec_find(r, "", &pidfd, NULL, 0) == 0) {
+	rc = sbx_rec_find(r, "", &pidfd, err, errsz);
+	if (rc == 0) {
 		close(pidfd);
 		rc = sbx_fail(err, errsz, -EBUSY,
 		              "forget %s: it still runs (pid %d): adopt and stop it instead", r->id,
 		              r->pid);
 		goto out;
 	}
+	/* Only a sandbox known to be gone is cleaned up: an error finding
+	 * it (no fds, no /proc) says nothing about whether it runs. */
+	if (rc != -ESRCH)
+		goto out;
 	rc = sbx_rec_cleanup(r, w->link, err, errsz);
 	if (rc == 0)
 		sbx_log(SBX_LOG_INFO, "sandbox %s: forgotten", r->id);

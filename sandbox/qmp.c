@@ -307,11 +307,12 @@ sbx_vm_unix_connect(const char *path, int want_pid, int64_t deadline_ms, char *e
 			struct pollfd pfd = {.fd = fd, .events = POLLOUT};
 			int64_t left = deadline_ms - now_ms();
 			socklen_t el = sizeof(e);
-			if (left > 0 && poll(&pfd, 1, (int)left) > 0 &&
-			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0)
-				break;
-			if (!e)
+			if (left > 0 && poll(&pfd, 1, (int)left) > 0) {
+				if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0)
+					break;
+			} else {
 				e = ETIMEDOUT;
+			}
 		}
 		close(fd);
 		/* ENOENT/ECONNREFUSED: not listening yet; EAGAIN: its backlog

@@ -389,8 +389,11 @@ launch(const struct args *a, const char *dir, const struct launch_opt *o, pid_t 
 		struct __user_cap_data_struct cd[2];
 		sigset_t all;
 		int hi_ep, hi_tap = -1;
-		if (o->die_with_us && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent))
-			_exit(127);
+		if (o->die_with_us && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)) {
+			step = "pdeathsig";
+			errno = errno ? errno : ESRCH;
+			goto cfail;
+		}
 		if (o->netns >= 0 && setns(o->netns, CLONE_NEWNET) < 0)
 			goto cfail;
 		step = "setsid";
@@ -456,7 +459,8 @@ launch(const struct args *a, const char *dir, const struct launch_opt *o, pid_t 
 		if (n > 0) {
 			int ce = 0;
 			memcpy(&ce, buf, sizeof(ce) <= (size_t)n ? sizeof(ce) : 0);
-			waitpid(p, NULL, 0);
+			while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+				;
 			return sbx_fail(err, errsz, ce ? -ce : -EIO, "start: qemu: %s: %s",
 			                n > (ssize_t)sizeof(int) ? buf + sizeof(int) : "?",
 			                strerror(ce));
@@ -1357,8 +1361,14 @@ vm_start(const struct sbx_template *tpl, const struct sbx_spec *spec, struct sbx
 		goto fail;
 	}
 	sbx_pathf(s->dir, sizeof(s->dir), "%s", path);
-	/* Mark the directory ours at once (sweep tells backends apart). */
-	sbx_saved_write(s->dir, json_pack("{s:s, s:s}", "backend", "vm", "id", spec->id));
+	/* Mark the directory ours at once (sweep tells backends apart): a
+	 * start that cannot do that would leave orphans no sweep claims. */
+	if ((rc = sbx_saved_write(s->dir, json_pack("{s:s, s:s}", "backend", "vm", "id",
+	                                            spec->id))) < 0) {
+		rc = sbx_fail(err, errsz, rc, "start: %s/%s: %s", s->dir, SBX_SAVED_FILE,
+		              strerror(-rc));
+		goto fail;
+	}
 	if ((rc = sbx_cg_create(spec->id, &lim, &s->cg, err, errsz)) < 0)
 		goto fail;
 	if (spec->net.kind == SBX_NET_LINK) {

@@ -350,8 +350,9 @@ sbx_vm_saved_parse(const json_t *j, struct sbx_vm_saved *out, char *err, size_t 
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	/* room for "/agent.sock" in a sun_path */
-	if ((rc = sbx_rec_parse(j, "vm", "saved vm", 108 - 12, ", short enough for its sockets",
+	/* room for "/agent.sock" and its NUL in a sun_path: the state dir
+	 * is at most 96 bytes, as vm_start() allows */
+	if ((rc = sbx_rec_parse(j, "vm", "saved vm", 108 - 11, ", short enough for its sockets",
 	                        &out->r, err, errsz)) < 0)
 		return rc;
 	snprintf(want, sizeof(want), "%s/qmp.sock", out->r.state_dir);
