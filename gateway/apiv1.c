@@ -378,34 +378,14 @@ json_text(const char *p, size_t len)
 	return j ? j : json_null();
 }
 
+/* base64 of len bytes in a new string (NULL when out of memory). */
 static char *
 b64(const void *p, size_t len)
 {
-	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const unsigned char *s = p;
-	char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
-	size_t i;
+	char *out = malloc((len + 2) / 3 * 4 + 1);
 
-	if (!out)
-		return NULL;
-	for (i = 0; i + 2 < len; i += 3) {
-		*o++ = t[s[i] >> 2];
-		*o++ = t[((s[i] & 3) << 4) | (s[i + 1] >> 4)];
-		*o++ = t[((s[i + 1] & 15) << 2) | (s[i + 2] >> 6)];
-		*o++ = t[s[i + 2] & 63];
-	}
-	if (i < len) {
-		*o++ = t[s[i] >> 2];
-		if (i + 1 < len) {
-			*o++ = t[((s[i] & 3) << 4) | (s[i + 1] >> 4)];
-			*o++ = t[(s[i + 1] & 15) << 2];
-		} else {
-			*o++ = t[(s[i] & 3) << 4];
-			*o++ = '=';
-		}
-		*o++ = '=';
-	}
-	*o = 0;
+	if (out)
+		sbx_b64_encode(p, len, out);
 	return out;
 }
 

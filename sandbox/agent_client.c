@@ -1288,14 +1288,13 @@ sbx_b64_encode(const void *in, size_t n, char *out)
 }
 
 int
-sbx_agent_refresh_sync(struct sbx_agent_conn *c, int timeout_ms, char *err, size_t errsz)
+sbx_agent_refresh_req(json_t **out, char *err, size_t errsz)
 {
 	unsigned char seed[SBX_AGENT_REFRESH_ENTROPY];
 	char b64[4 * ((sizeof(seed) + 2) / 3) + 1];
 	struct timespec now;
-	json_t *req;
-	int rc;
 
+	*out = NULL;
 	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed)) {
 		int e = errno ? errno : EIO; /* a short read leaves errno alone */
 
@@ -1305,13 +1304,24 @@ sbx_agent_refresh_sync(struct sbx_agent_conn *c, int timeout_ms, char *err, size
 	sbx_b64_encode(seed, sizeof(seed), b64);
 	explicit_bzero(seed, sizeof(seed));
 	clock_gettime(CLOCK_REALTIME, &now);
-	req = json_pack("{s:s, s:I, s:s}", AGENT_F_OP, "configure", "time_ns",
-			(json_int_t)now.tv_sec * 1000000000 + now.tv_nsec, "entropy", b64);
+	*out = json_pack("{s:s, s:I, s:s}", AGENT_F_OP, "configure", "time_ns",
+			 (json_int_t)now.tv_sec * 1000000000 + now.tv_nsec, "entropy", b64);
 	explicit_bzero(b64, sizeof(b64));
-	if (!req) {
+	if (!*out) {
 		snprintf(err, errsz, "out of memory");
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+int
+sbx_agent_refresh_sync(struct sbx_agent_conn *c, int timeout_ms, char *err, size_t errsz)
+{
+	json_t *req;
+	int rc;
+
+	if ((rc = sbx_agent_refresh_req(&req, err, errsz)) < 0)
+		return rc;
 	rc = sbx_agent_op_sync(c, req, timeout_ms, NULL, err, errsz);
 	json_decref(req);
 	return rc;

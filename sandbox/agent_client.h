@@ -122,6 +122,9 @@ int sbx_agent_op_sync(struct sbx_agent_conn *c, const struct json_t *req,
  * stream. 0 or -errno as above. */
 #define SBX_AGENT_REFRESH_ENTROPY 64
 int sbx_agent_refresh_sync(struct sbx_agent_conn *c, int timeout_ms, char *err, size_t errsz);
+/* That request, for a caller that adds fields of its own (a backend making
+ * a clone unique): *out is a new reference, 0 or -errno with err set. */
+int sbx_agent_refresh_req(struct json_t **out, char *err, size_t errsz);
 
 /* RFC 4648 base64 (with padding) of n bytes into out, which has room for
  * 4 * ((n + 2) / 3) + 1 bytes; returns the length. Pure. */

@@ -1096,18 +1096,15 @@ vm_template_free(struct sbx_template *t)
 static int
 agent_setup(struct sbx *s, const struct sbx_spec *spec, int timeout_ms, char *err, size_t errsz)
 {
-	unsigned char seed[64];
-	char b64[4 * ((sizeof(seed) + 2) / 3) + 1], host[SBX_ID_MAX + 16];
-	struct timespec ts;
+	char host[SBX_ID_MAX + 16];
 	struct sbx_agent_conn *c;
 	json_t *req, *env, *net = NULL;
 	int d, rc = 0;
 
-	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
-		return sbx_fail(err, errsz, -errno, "getrandom: %s", strerror(errno));
-	sbx_b64_encode(seed, sizeof(seed), b64);
-	explicit_bzero(seed, sizeof(seed));
-	clock_gettime(CLOCK_REALTIME, &ts);
+	/* the time and fresh entropy, as after every unpark; then what
+	 * makes this clone itself */
+	if ((rc = sbx_agent_refresh_req(&req, err, errsz)) < 0)
+		return rc;
 	env = json_object();
 	for (size_t i = 0; env && i < spec->nenv; i++) {
 		const char *eq = strchr(spec->env[i], '=');
@@ -1127,16 +1124,16 @@ agent_setup(struct sbx *s, const struct sbx_spec *spec, int timeout_ms, char *er
 	for (char *h = host; *h; h++)
 		if (*h == '_')
 			*h = '-';
-	req = json_pack("{s:s, s:I, s:s, s:s, s:o, s:s}", "op", "configure", "time_ns",
-	                (json_int_t)ts.tv_sec * 1000000000 + ts.tv_nsec, "entropy", b64, "hostname",
-	                host, "env", env, "cwd", spec->cwd ? spec->cwd : "/");
-	explicit_bzero(b64, sizeof(b64));
-	if (req && net)
-		json_object_set_new(req, "net", net);
-	else
-		json_decref(net);
-	if (!req)
+	/* every set runs (each takes its value, also when it fails) */
+	rc = json_object_set_new(req, "hostname", json_string(host));
+	rc |= json_object_set_new(req, "env", env);
+	rc |= json_object_set_new(req, "cwd", json_string(spec->cwd ? spec->cwd : "/"));
+	if (net)
+		rc |= json_object_set_new(req, "net", net);
+	if (rc) {
+		json_decref(req);
 		return sbx_fail(err, errsz, -ENOMEM, "out of memory");
+	}
 	d = fcntl(s->agent_fd, F_DUPFD_CLOEXEC, 3);
 	if (d < 0 || !(c = sbx_agent_conn_new(d))) {
 		json_decref(req);
