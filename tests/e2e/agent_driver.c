@@ -27,7 +27,7 @@
 #include "agent_client.h"
 #include "proto.h"
 
-static int fails, passes;
+static int fails, passes, skips;
 static pid_t agent_pid;
 static const char *workdir;
 
@@ -258,11 +258,11 @@ t_signals(struct sbx_agent_conn *c)
 {
 	const char *self[] = { "sh", "-c", "kill -TERM $$", NULL };
 	const char *sleeper[] = { "sleep", "100", NULL };
-	const char *orphan[] = { "sh", "-c", "sleep 30 & echo bg; exit 0", NULL };
+	char orphan_sh[512];
+	const char *orphan[] = { "sh", "-c", orphan_sh, NULL };
 	struct sbx_agent_exec_res r;
 	struct kill_state ks = { 0 };
 	char err[256] = "";
-	int64_t t0;
 	int rc;
 	json_t *req = json_pack("{s:s, s:[s,s]}", AGENT_F_OP, AGENT_OP_EXEC,
 				AGENT_F_ARGV, "sleep", "100");
@@ -272,12 +272,9 @@ t_signals(struct sbx_agent_conn *c)
 	      "a command killed by a signal: signal 15, no code (%s)", err);
 	sbx_agent_exec_res_fini(&r);
 
-	t0 = sbx_agent_now_ms();
 	rc = run(c, sleeper, NULL, NULL, 0, 300, &r, err, sizeof(err));
-	check(rc == 0 && r.timed_out && r.signal == SIGKILL &&
-		      sbx_agent_now_ms() - t0 < 5000,
-	      "timeout 300 ms kills a silent sleep 100 (%lld ms) (%s)",
-	      (long long)(sbx_agent_now_ms() - t0), err);
+	check(rc == 0 && r.timed_out && r.signal == SIGKILL,
+	      "timeout 300 ms kills a silent sleep 100: timed out, signal 9 (%s)", err);
 	sbx_agent_exec_res_fini(&r);
 
 	sbx_agent_call_start(c, req, NULL, kill_cb, &ks, &rc);
@@ -286,12 +283,29 @@ t_signals(struct sbx_agent_conn *c)
 	check(ks.started && ks.done && ks.signal == SIGKILL && ks.code == -1,
 	      "kill: SIGKILL to a running command ends it with signal 9");
 
-	t0 = sbx_agent_now_ms();
+	/* The exit is not held: the call ends while the background child,
+	 * which still holds the pipes, is alive (its pid written first). */
+	snprintf(orphan_sh, sizeof(orphan_sh),
+		 "sleep 30 & echo $! > %s/orphan.pid; echo bg; exit 0", workdir);
 	rc = run(c, orphan, NULL, NULL, 0, 0, &r, err, sizeof(err));
-	check(rc == 0 && r.exit_code == 0 && r.out && !strcmp(r.out, "bg\n") &&
-		      sbx_agent_now_ms() - t0 < 3000,
-	      "a background child holding the pipes does not hold the exit "
-	      "(%lld ms)", (long long)(sbx_agent_now_ms() - t0));
+	{
+		char path[512];
+		FILE *f;
+		int bg = 0;
+
+		snprintf(path, sizeof(path), "%s/orphan.pid", workdir);
+		if ((f = fopen(path, "r"))) {
+			if (fscanf(f, "%d", &bg) != 1)
+				bg = 0;
+			fclose(f);
+		}
+		check(rc == 0 && r.exit_code == 0 && r.out && !strcmp(r.out, "bg\n") && bg > 0 &&
+			      kill(bg, 0) == 0,
+		      "a background child holding the pipes does not hold the exit "
+		      "(the call ended, the child %d still runs)", bg);
+		if (bg > 0)
+			kill(bg, SIGKILL);
+	}
 	sbx_agent_exec_res_fini(&r);
 }
 
@@ -792,7 +806,8 @@ t_configure_ns(const char *agent)
 	int status = -1;
 
 	if (geteuid() != 0) {
-		printf("skip configure hostname/net: needs root\n");
+		printf("SKIP configure hostname/net: needs root\n");
+		skips++;
 		return;
 	}
 	c = spawn_ns(agent, true);
@@ -867,6 +882,7 @@ main(int argc, char **argv)
 		waitpid(agent_pid, NULL, 0);
 	}
 	t_configure_ns(argv[1]);
-	printf("%d passed, %d failed\n", passes, fails);
-	return fails ? 1 : 0;
+	printf("%d passed, %d failed, %d skipped\n", passes, fails, skips);
+	/* 77: a skip is reported as one (ctest's SKIP_RETURN_CODE) */
+	return fails ? 1 : skips ? 77 : 0;
 }

@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "../sl_test.h"
+
 #include "cli_util.h"
 
 /* ---- helpers -------------------------------------------------------- */
@@ -1017,7 +1019,7 @@ test_good_sluice_yaml(void **state)
 
 	(void)state;
 	if (!dir)
-		skip();
+		sl_skip("good_sluice_yaml: SL_TESTDATA is not set (ctest sets it)");
 	snprintf(path, sizeof(path), "%s/../conf/sluice.yaml", dir);
 	f = fopen(path, "rb");
 	assert_non_null(f);
@@ -1165,5 +1167,5 @@ main(void)
 		cmocka_unit_test(test_good_sluice_yaml),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return sl_main_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

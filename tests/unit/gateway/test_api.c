@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "../sl_test.h"
 #include <jansson.h>
 
 #include "api.h"
@@ -1308,8 +1310,12 @@ test_srv_busy(void **state)
 	/* API_MAX_CONNS connections, and as many on the server's side */
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
 	if (rl.rlim_cur < 2 * API_MAX_CONNS + 64) {
+		/* root may raise the hard limit too */
+		if (rl.rlim_max < 2 * API_MAX_CONNS + 64 && geteuid() != 0)
+			sl_skip("srv_busy: needs %d descriptors, the hard limit is %llu (run as root)",
+				2 * API_MAX_CONNS + 64, (unsigned long long)rl.rlim_max);
 		if (rl.rlim_max < 2 * API_MAX_CONNS + 64)
-			skip();
+			rl.rlim_max = 2 * API_MAX_CONNS + 64;
 		rl.rlim_cur = 2 * API_MAX_CONNS + 64;
 		assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
 	}
@@ -1406,5 +1412,5 @@ main(void)
 
 	rc = cmocka_run_group_tests_name("pure", pure, NULL, NULL);
 	rc |= cmocka_run_group_tests_name("server", server, setup, teardown);
-	return rc;
+	return sl_main_exit(rc);
 }

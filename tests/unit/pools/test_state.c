@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -293,13 +295,31 @@ test_write_bad(void **state)
 	assert_true(S_ISDIR(st.st_mode));
 	rmdir(p);
 	rmdir(sub);
-	/* a read-only directory cannot take the temporary file (as root,
-	 * permissions do not stop us: only check when they do) */
-	if (geteuid() != 0) {
-		snprintf(sub, sizeof(sub), "%s/ro", dir);
-		assert_int_equal(mkdir(sub, 0500), 0);
-		assert_int_equal(pool_state_write(sub, "s", doc, err, sizeof(err)), -EACCES);
-		rmdir(sub);
+	/* a read-only directory cannot take the temporary file; root is not
+	 * stopped by permissions, so as root the write runs in a child under
+	 * an unprivileged uid */
+	{
+		char ro[] = "/tmp/sl-state-ro.XXXXXX";
+		int status, rc;
+		pid_t kid;
+
+		assert_non_null(mkdtemp(ro));
+		assert_int_equal(chmod(ro, 0555), 0);
+		kid = fork();
+		assert_true(kid >= 0);
+		if (kid == 0) {
+			if (geteuid() == 0 &&
+			    (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+			     setresuid(65534, 65534, 65534) < 0))
+				_exit(100);
+			rc = pool_state_write(ro, "s", doc, err, sizeof(err));
+			_exit(rc == -EACCES && strstr(err, "Permission denied") ? 0 : 101);
+		}
+		assert_int_equal(waitpid(kid, &status, 0), kid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+		assert_int_equal(dot_files(ro), 0);
+		assert_int_equal(rmdir(ro), 0);
 	}
 	json_decref(doc);
 }
