@@ -577,6 +577,9 @@ h_claim(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	case -EIO:
 		gw_api_reply_error(r, 503, "boot-failed", "%s", err);
 		break;
+	case -POOL_ERR_JOURNAL:
+		gw_api_reply_error(r, 503, "journal-unavailable", "%s", err);
+		break;
 	default:
 		gw_api_reply_error(r, 500, "internal", "%s", err);
 		break;
@@ -624,8 +627,15 @@ h_release(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 {
 	struct gw_apiv1 *v = arg;
 	enum pool_end was;
+	int rc = pool_mgr_release(v->mgr, i->id, i->tenant, &was);
 
-	if (pool_mgr_release(v->mgr, i->id, i->tenant, &was) < 0) {
+	if (rc == -POOL_ERR_JOURNAL) {
+		gw_api_reply_error(r, 503, "journal-unavailable",
+				   "the journal could not record the release of %s; try again",
+				   i->id);
+		return;
+	}
+	if (rc < 0) {
 		gw_api_reply_error(r, 404, "not-found", "no sandbox %s", i->id);
 		return;
 	}

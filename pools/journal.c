@@ -43,12 +43,27 @@ jbuf_reserve(struct jbuf *b, size_t add)
 	return 0;
 }
 
-/* The byte stream of events goes: file (lines up to `written`, the last
- * of them durable up to `durable`), then `flight` (a batch being written
- * by the leader, or the part of a failed batch still to write), then
- * `pend` (appended since). Every line ends in exactly one '\n' (JSON
- * escapes newlines inside strings), so counting the '\n' of the bytes a
- * write took tells which lines are whole in the file. */
+/* The byte stream of events goes: the file (durable up to `durable`, its
+ * first `durable_off` bytes), then `flight` (the batch a leader is
+ * committing), then `pend` (appended since). Every line ends in exactly
+ * one '\n' (JSON escapes newlines inside strings).
+ *
+ * A batch is all or nothing: when its write or fdatasync() fails, its
+ * events are dropped (their seqs recorded in `drop`, so that every waiter
+ * learns it) and the bytes it may have left are cut off the file. After a
+ * failed fdatasync() the descriptor is not trusted again (Linux may have
+ * dropped the dirty pages and reports the error only once, so a later
+ * success would prove nothing): the journal is `broken` until a commit
+ * rewrites the durable part into a new file and renames it over the old
+ * one. The caller of a dropped event was never told it was recorded. */
+#define JDROP_KEEP 64                   /* dropped seq ranges remembered */
+#define JREPAIR_BACKOFF_MS 1000         /* between attempts to rewrite the file */
+
+struct jdrop {
+	uint64_t lo, hi;
+	int err;
+};
+
 struct pool_journal {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;              /* a commit finished */
@@ -56,21 +71,25 @@ struct pool_journal {
 	char *path;
 	pool_journal_log_fn log;
 	void *log_arg;
+	struct pool_journal_io io;
 
 	uint64_t last;                  /* the highest seq handed out (atomic reads) */
-	uint64_t written;               /* the highest seq whose line is whole in the file */
 	uint64_t durable;               /* the highest seq fdatasync'd (atomic reads) */
-	uint64_t commits;               /* fdatasync() calls (atomic reads) */
+	uint64_t durable_off;           /* the file's length up to that line */
+	uint64_t settled;               /* the highest seq durable or dropped */
+	uint64_t commits;               /* fdatasync() calls that succeeded (atomic reads) */
+	uint64_t dropped;               /* events dropped by failed commits (atomic reads) */
 	int64_t last_ts_ms;             /* ts never goes back along seq */
 	struct jbuf pend;
 	struct jbuf flight;             /* touched by the leader alone while committing */
 	bool committing;
 	uint64_t commit_gen;            /* commits finished */
-	int commit_err;                 /* the last finished commit's result */
 	bool failing;                   /* inside a run of failed commits (logged) */
 	bool refusing;                  /* inside a run of refused appends (logged) */
-	int fail_err;                   /* test hook */
-	size_t fail_partial;
+	bool broken;                    /* fd not trusted: rewrite the file first */
+	int64_t repair_after_ms;        /* monotonic: no rewrite attempt before */
+	struct jdrop drop[JDROP_KEEP];  /* a ring of the last dropped ranges */
+	unsigned ndrop;                 /* ranges ever dropped */
 };
 
 #define JBUF_KEEP (1u << 20)            /* an idle buffer above this is freed */
@@ -202,12 +221,43 @@ lr_next(struct lreader *r, const char **line, size_t *len, uint64_t *off, bool *
 	}
 }
 
+/* ---- the file layer ---- */
+
+static ssize_t
+sys_write(int fd, const void *buf, size_t n)
+{
+	return write(fd, buf, n);
+}
+
+static ssize_t
+sys_pread(int fd, void *buf, size_t n, off_t off)
+{
+	return pread(fd, buf, n, off);
+}
+
+static int
+sys_open(const char *path, int flags, mode_t mode)
+{
+	return open(path, flags, mode);
+}
+
+static const struct pool_journal_io sys_io = {
+	.write = sys_write,
+	.pread = sys_pread,
+	.fsync = fsync,
+	.fdatasync = fdatasync,
+	.ftruncate = ftruncate,
+	.open = sys_open,
+	.rename = rename,
+};
+
 typedef void (*scan_fn)(void *arg, const json_t *ev, uint64_t seq);
 
 /* Scans fd from where it is, filling *st and calling fn (may be NULL) for
- * every event delivered. 0 or -errno. */
+ * every event delivered and bad (may be NULL) for every garbage line. 0 or
+ * -errno. */
 static int
-scan_fd(int fd, scan_fn fn, void *arg, struct pool_journal_stats *st)
+scan_fd(int fd, scan_fn fn, pool_journal_bad_fn bad_fn, void *arg, struct pool_journal_stats *st)
 {
 	struct lreader r = { .fd = fd };
 	const char *line;
@@ -228,7 +278,10 @@ scan_fd(int fd, scan_fn fn, void *arg, struct pool_journal_stats *st)
 		json_int_t seq = 0;
 
 		if (bad) {
-			st->garbage++;
+			if (!st->garbage++)
+				st->garbage_offset = bad_off;
+			if (bad_fn)
+				bad_fn(arg, bad_off, bad_len, st->last_seq);
 			bad = false;
 		}
 		if (!nl) {
@@ -277,6 +330,15 @@ pool_journal_read(const char *path,
 		  void (*fn)(void *arg, const struct json_t *ev, uint64_t seq), void *arg,
 		  struct pool_journal_stats *st, char *err, size_t errsz)
 {
+	return pool_journal_read_ex(path, fn, NULL, arg, st, err, errsz);
+}
+
+int
+pool_journal_read_ex(const char *path,
+		     void (*fn)(void *arg, const struct json_t *ev, uint64_t seq),
+		     pool_journal_bad_fn bad, void *arg, struct pool_journal_stats *st, char *err,
+		     size_t errsz)
+{
 	struct pool_journal_stats mine;
 	int fd, rc;
 
@@ -291,7 +353,7 @@ pool_journal_read(const char *path,
 		seterr(err, errsz, "journal %s: open: %s", path, strerror(-rc));
 		return rc;
 	}
-	rc = scan_fd(fd, fn, arg, st);
+	rc = scan_fd(fd, fn, bad, arg, st);
 	if (rc < 0)
 		seterr(err, errsz, "journal %s: read: %s", path, strerror(-rc));
 	close(fd);
@@ -302,7 +364,7 @@ pool_journal_read(const char *path,
 
 /* fsync()s the directory holding path, so that a new file's name lasts. */
 static int
-fsync_parent(const char *path)
+fsync_parent(const struct pool_journal_io *io, const char *path)
 {
 	char dir[4096];
 	const char *slash = strrchr(path, '/');
@@ -318,10 +380,10 @@ fsync_parent(const char *path)
 		memcpy(dir, path, n);
 		dir[n] = '\0';
 	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = io->open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (fsync(fd) < 0)
+	if (io->fsync(fd) < 0)
 		rc = -errno;
 	close(fd);
 	return rc;
@@ -334,6 +396,7 @@ pool_journal_open(const char *path, pool_journal_log_fn log, void *log_arg, char
 	struct pool_journal *j = NULL;
 	struct pool_journal_stats st;
 	pthread_condattr_t ca;
+	struct stat sb;
 	bool created = true;
 	int fd, rc;
 
@@ -346,11 +409,11 @@ pool_journal_open(const char *path, pool_journal_log_fn log, void *log_arg, char
 		seterr(err, errsz, "journal %s: open: %s", path, strerror(errno));
 		return NULL;
 	}
-	if (created && (rc = fsync_parent(path)) < 0) {
+	if (created && (rc = fsync_parent(&sys_io, path)) < 0) {
 		seterr(err, errsz, "journal %s: fsync of its directory: %s", path, strerror(-rc));
 		goto fail;
 	}
-	rc = scan_fd(fd, NULL, NULL, &st);
+	rc = scan_fd(fd, NULL, NULL, NULL, &st);
 	if (rc < 0) {
 		seterr(err, errsz, "journal %s: read: %s", path, strerror(-rc));
 		goto fail;
@@ -361,6 +424,10 @@ pool_journal_open(const char *path, pool_journal_log_fn log, void *log_arg, char
 			       path, (unsigned long long)st.torn_offset, strerror(errno));
 			goto fail;
 		}
+	}
+	if (fstat(fd, &sb) < 0) {
+		seterr(err, errsz, "journal %s: stat: %s", path, strerror(errno));
+		goto fail;
 	}
 	j = calloc(1, sizeof(*j));
 	if (!j || !(j->path = strdup(path))) {
@@ -375,15 +442,20 @@ pool_journal_open(const char *path, pool_journal_log_fn log, void *log_arg, char
 	j->fd = fd;
 	j->log = log;
 	j->log_arg = log_arg;
-	j->last = j->written = j->durable = st.last_seq;
+	j->io = sys_io;
+	j->last = j->durable = j->settled = st.last_seq;
+	j->durable_off = (uint64_t)sb.st_size;
 	if (st.torn)
 		jlog(j, POOL_LOG_WARN,
 		     "journal %s: cut off a torn last line at offset %llu (%llu bytes)", path,
 		     (unsigned long long)st.torn_offset, (unsigned long long)st.torn_len);
 	if (st.garbage)
-		jlog(j, POOL_LOG_WARN,
-		     "journal %s: %llu garbage lines skipped (left in place; readers skip them)",
-		     path, (unsigned long long)st.garbage);
+		jlog(j, POOL_LOG_ERR,
+		     "journal %s: DAMAGED: %llu unreadable lines in the middle of the file, the "
+		     "first at offset %llu (left in place; readers skip them; see "
+		     "docs/operations.md, \"A corrupt journal\")",
+		     path, (unsigned long long)st.garbage,
+		     (unsigned long long)st.garbage_offset);
 	if (st.backwards || st.gaps)
 		jlog(j, POOL_LOG_WARN,
 		     "journal %s: %llu events out of order skipped, %llu gaps (%llu events missing)",
@@ -411,8 +483,8 @@ pool_journal_close(struct pool_journal *j)
 	last = pool_journal_last(j);
 	rc = pool_journal_sync(j, last, -1);
 	if (rc < 0)
-		jlog(j, POOL_LOG_ERR, "journal %s: closing: %llu events lost: %s", j->path,
-		     (unsigned long long)(last - j->durable), strerror(-rc));
+		jlog(j, POOL_LOG_ERR, "journal %s: closing: the last events were not recorded: %s",
+		     j->path, strerror(-rc));
 	close(j->fd);
 	pthread_cond_destroy(&j->cv);
 	pthread_mutex_destroy(&j->mu);
@@ -441,12 +513,17 @@ pool_journal_commits(const struct pool_journal *j)
 }
 
 void
-pool_journal_set_fail(struct pool_journal *j, int err, size_t partial)
+pool_journal_set_io(struct pool_journal *j, const struct pool_journal_io *io)
 {
 	pthread_mutex_lock(&j->mu);
-	j->fail_err = err < 0 ? -err : err;
-	j->fail_partial = partial;
+	j->io = io ? *io : sys_io;
 	pthread_mutex_unlock(&j->mu);
+}
+
+uint64_t
+pool_journal_dropped(const struct pool_journal *j)
+{
+	return __atomic_load_n(&j->dropped, __ATOMIC_RELAXED);
 }
 
 /* ---- append ---- */
@@ -525,110 +602,202 @@ out:
 
 /* ---- commit ---- */
 
-/* Writes buf[*off, limit) (short writes and EINTR handled). */
-static int
-write_all(int fd, const char *buf, size_t limit, size_t *off)
+static int64_t
+mono_now_ms(void)
 {
-	ssize_t n;
+	struct timespec ts;
 
-	while (*off < limit) {
-		n = write(fd, buf + *off, limit - *off);
-		if (n < 0) {
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Writes buf[0, n) (short writes and EINTR handled). 0 or -errno. */
+static int
+write_all(const struct pool_journal_io *io, int fd, const char *buf, size_t n)
+{
+	size_t off = 0;
+	ssize_t w;
+
+	while (off < n) {
+		w = io->write(fd, buf + off, n - off);
+		if (w < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		if (n == 0)
+		if (w == 0)
 			return -EIO;
-		*off += (size_t)n;
+		off += (size_t)w;
 	}
 	return 0;
 }
 
-static size_t
-count_lines(const char *p, size_t n)
+/* The leader, without j->mu, while j->broken: the durable part of the
+ * file is copied into PATH.repair, made durable, and renamed over PATH;
+ * the new descriptor replaces the untrusted one. 0 or -errno (nothing
+ * changed then; PATH.repair is removed). */
+static int
+repair(struct pool_journal *j)
 {
-	size_t c = 0;
-	const char *e = p + n, *q;
+	const struct pool_journal_io *io = &j->io;
+	char tmp[4096], buf[65536];
+	uint64_t off = 0;
+	ssize_t n;
+	int nfd, rc = 0;
 
-	while (p < e && (q = memchr(p, '\n', (size_t)(e - p)))) {
-		c++;
-		p = q + 1;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.repair", j->path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	nfd = io->open(tmp, O_RDWR | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (nfd < 0)
+		return -errno;
+	while (off < j->durable_off) {
+		size_t want = j->durable_off - off < sizeof(buf) ? (size_t)(j->durable_off - off)
+								 : sizeof(buf);
+
+		n = io->pread(j->fd, buf, want, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;     /* the file is shorter than we know */
+			goto fail;
+		}
+		if ((rc = write_all(io, nfd, buf, (size_t)n)) < 0)
+			goto fail;
+		off += (uint64_t)n;
 	}
-	return c;
+	if (io->fdatasync(nfd) < 0 || io->rename(tmp, j->path) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	/* Renamed: the new file is the journal whatever happens next; a
+	 * failure to make its name durable keeps it broken (tried again). */
+	close(j->fd);
+	j->fd = nfd;
+	return fsync_parent(io, j->path);
+fail:
+	close(nfd);
+	unlink(tmp);
+	return rc;
+}
+
+static void
+drop_range(struct pool_journal *j, uint64_t lo, uint64_t hi, int err)
+{
+	struct jdrop *d;
+
+	if (lo > hi)
+		return;
+	d = &j->drop[j->ndrop++ % JDROP_KEEP];
+	d->lo = lo;
+	d->hi = hi;
+	d->err = err;
+	__atomic_add_fetch(&j->dropped, hi - lo + 1, __ATOMIC_RELAXED);
+}
+
+/* Under j->mu: the error that dropped seq, or 0. */
+static int
+dropped_err(const struct pool_journal *j, uint64_t seq)
+{
+	unsigned n = j->ndrop < JDROP_KEEP ? j->ndrop : JDROP_KEEP;
+
+	for (unsigned i = 0; i < n; i++)
+		if (seq >= j->drop[i].lo && seq <= j->drop[i].hi)
+			return j->drop[i].err;
+	return 0;
 }
 
 /* One commit, led by the caller: called and returns with j->mu held, but
- * does its I/O without it. Writes the leftover of a failed batch, then
- * everything pending, and fdatasync()s. 0 or -errno. */
+ * does its I/O without it. Takes every pending event, rewrites the file
+ * first if it is broken, writes and fdatasync()s. On failure the batch is
+ * dropped (see struct pool_journal). 0 or -errno. */
 static int
 commit(struct pool_journal *j)
 {
-	struct jbuf tmp;
-	size_t off = 0, limit;
-	int rc = 0, ferr;
-	bool synced = false;
+	struct jbuf tmp = j->flight;
+	uint64_t lo = j->settled + 1, hi = j->last;
+	bool broken = j->broken, synced = false, untrusted = false, repaired = false;
+	const char *step = "write";
+	int64_t now = mono_now_ms();
+	int rc = 0;
 
-	if (!j->flight.len) {
-		tmp = j->flight;
-		j->flight = j->pend;
-		j->pend = tmp;
-	} else if (j->pend.len && jbuf_reserve(&j->flight, j->pend.len) == 0) {
-		/* Without memory for that, the leftover goes alone this time;
-		 * the caller's loop comes back for the rest. */
-		memcpy(j->flight.p + j->flight.len, j->pend.p, j->pend.len);
-		j->flight.len += j->pend.len;
-		j->pend.len = 0;
-	}
-	ferr = j->fail_err;
-	limit = j->flight.len;
-	if (ferr && j->fail_partial != SIZE_MAX && j->fail_partial < limit)
-		limit = j->fail_partial;
+	j->flight = j->pend;
+	j->pend = tmp;
 	j->committing = true;
+	if (broken && now < j->repair_after_ms) {
+		rc = -EIO;              /* a rewrite failed less than a second ago */
+		step = "rewriting the journal";
+		goto done;
+	}
 	pthread_mutex_unlock(&j->mu);
 
-	rc = write_all(j->fd, j->flight.p, limit, &off);
-	if (!rc && off < j->flight.len)
-		rc = -ferr;             /* the test hook's failing write */
-	if (!rc) {
-		/* Note: after a failed fdatasync() Linux may have dropped the
-		 * dirty pages, so a later successful one does not prove those
-		 * bytes reached the disk; rewriting them would duplicate lines
-		 * when they did. We keep the file free of duplicates. */
-		synced = true;
-		if (ferr && j->fail_partial == SIZE_MAX)
-			rc = -ferr;
-		else if (fdatasync(j->fd) < 0)
-			rc = -errno;
+	if (broken) {
+		step = "rewriting the journal";
+		rc = repair(j);
+		untrusted = rc < 0;
+		repaired = rc == 0;
+	}
+	if (!rc && j->flight.len) {
+		step = "write";
+		rc = write_all(&j->io, j->fd, j->flight.p, j->flight.len);
+		if (!rc) {
+			step = "fdatasync";
+			if (j->io.fdatasync(j->fd) < 0) {
+				rc = -errno;
+				untrusted = true;
+			} else {
+				synced = true;
+			}
+		}
+		/* Cut what the failed batch may have left. After a failed
+		 * fdatasync() this is only a best effort on a descriptor we
+		 * no longer trust (the file is rewritten before the next
+		 * commit); after a failed write() a durable cut keeps the
+		 * descriptor in use. */
+		if (rc && (j->io.ftruncate(j->fd, (off_t)j->durable_off) < 0 || untrusted ||
+			   j->io.fdatasync(j->fd) < 0))
+			untrusted = true;
 	}
 
 	pthread_mutex_lock(&j->mu);
 	if (synced)
 		__atomic_add_fetch(&j->commits, 1, __ATOMIC_RELAXED);
-	j->written += count_lines(j->flight.p, off);
-	/* What was not written stays first in line, for the next commit. */
-	memmove(j->flight.p, j->flight.p + off, j->flight.len - off);
-	j->flight.len -= off;
-	if (!rc)
-		__atomic_store_n(&j->durable, j->written, __ATOMIC_RELEASE);
-	if (!j->flight.len && j->flight.cap > JBUF_KEEP) {
+done:
+	if (repaired)
+		j->broken = false;
+	j->settled = hi;
+	if (!rc) {
+		j->durable_off += j->flight.len;
+		__atomic_store_n(&j->durable, hi, __ATOMIC_RELEASE);
+		if (repaired)
+			jlog(j, POOL_LOG_WARN, "journal %s: rewritten into a new file after the "
+			     "failure; durable up to seq %llu", j->path, (unsigned long long)hi);
+	} else {
+		drop_range(j, lo, hi, rc);
+		if (untrusted) {
+			if (broken)
+				j->repair_after_ms = mono_now_ms() + JREPAIR_BACKOFF_MS;
+			j->broken = true;
+		}
+	}
+	j->flight.len = 0;
+	if (j->flight.cap > JBUF_KEEP) {
 		free(j->flight.p);
 		j->flight = (struct jbuf){ 0 };
 	}
 	if (rc && !j->failing) {
 		j->failing = true;
 		jlog(j, POOL_LOG_ERR,
-		     "journal %s: %s failed: %s; %zu bytes kept to write again (check the disk "
-		     "holding the data directory)",
-		     j->path, synced ? "fdatasync" : "write", strerror(-rc),
-		     j->flight.len + j->pend.len);
+		     "journal %s: %s failed: %s; the %llu events of this commit were not recorded "
+		     "(their claims and releases are refused)%s (check the disk holding the data "
+		     "directory)",
+		     j->path, step, strerror(-rc), (unsigned long long)(hi - lo + 1),
+		     j->broken ? "; the file is rewritten before the next commit" : "");
 	} else if (!rc && j->failing) {
 		j->failing = false;
 		jlog(j, POOL_LOG_WARN, "journal %s: written again, durable up to seq %llu",
 		     j->path, (unsigned long long)j->durable);
 	}
 	j->committing = false;
-	j->commit_err = rc;
 	j->commit_gen++;
 	pthread_cond_broadcast(&j->cv);
 	return rc;
@@ -657,10 +826,11 @@ pool_journal_sync(struct pool_journal *j, uint64_t seq, int timeout_ms)
 		rc = -EINVAL;
 		goto out;
 	}
-	while (j->durable < seq) {
+	/* Dropped first: a later commit's success covers higher seqs, never
+	 * a dropped one. */
+	while (!(rc = dropped_err(j, seq)) && j->durable < seq) {
 		if (!j->committing) {
-			if ((rc = commit(j)) < 0)
-				break;
+			commit(j);
 			continue;
 		}
 		/* A follower: wait for the commit under way. */
@@ -675,10 +845,6 @@ pool_journal_sync(struct pool_journal *j, uint64_t seq, int timeout_ms)
 				rc = -ETIMEDOUT;
 				goto out;
 			}
-		}
-		if (j->durable < seq && j->commit_err) {
-			rc = j->commit_err;
-			break;
 		}
 	}
 out:

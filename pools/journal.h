@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct json_t;
 struct pool_journal;
@@ -53,6 +54,24 @@ struct pool_journal_stats {
 	uint64_t missing;
 	uint64_t last_seq;              /* the highest seq delivered, 0: none */
 	uint64_t torn_offset, torn_len; /* where the torn line was, in bytes */
+	uint64_t garbage_offset;        /* where the first garbage line was */
+};
+
+/* Called for each garbage line (not the torn last line) with its offset,
+ * its length and the highest seq delivered before it (0: none). */
+typedef void (*pool_journal_bad_fn)(void *arg, uint64_t offset, uint64_t len, uint64_t prev_seq);
+
+/* The file layer the journal uses: the system calls by default; tests give
+ * a fake one that fails where they want (pool_journal_set_io). Each
+ * behaves as its system call: -1 with errno on failure. */
+struct pool_journal_io {
+	ssize_t (*write)(int fd, const void *buf, size_t n);
+	ssize_t (*pread)(int fd, void *buf, size_t n, off_t off);
+	int (*fsync)(int fd);
+	int (*fdatasync)(int fd);
+	int (*ftruncate)(int fd, off_t len);
+	int (*open)(const char *path, int flags, mode_t mode);
+	int (*rename)(const char *from, const char *to);
 };
 
 /* Opens (or creates: mode 0600, and then the directory is fsync'd) the
@@ -83,28 +102,35 @@ void pool_journal_close(struct pool_journal *j);
 uint64_t pool_journal_append(struct pool_journal *j, struct json_t *ev);
 
 /* Returns once every event up to seq is durable (written and
- * fdatasync'd): 0; seq 0 returns 0 at once. Group commit, see above. On a
- * write or fdatasync error the bytes not written stay pending, in order
- * (nothing lost, nothing written twice), the error is returned (-errno)
- * and logged once per run of failures, and a later call retries. A caller
- * that waited for another's commit which failed gets that commit's error
- * without retrying at once (so a failing disk is tried once per commit,
- * not once per waiter). timeout_ms bounds the wait for another caller's
- * commit (-ETIMEDOUT; < 0: no bound); a commit the caller leads itself is
- * never interrupted. -EINVAL: seq was never handed out. Any thread. */
+ * fdatasync'd): 0; seq 0 returns 0 at once. Group commit, see above.
+ *
+ * A commit is all or nothing. When its write or fdatasync fails, every
+ * event of the batch is dropped: its seq is never used again, every
+ * caller syncing one of them gets the error (-errno, also after a later
+ * commit succeeded), and the bytes the batch may have left in the file
+ * are cut off; the failure is logged once per run of failures. After a
+ * failed fdatasync the descriptor is not trusted again: the next commit
+ * first rewrites the durable part of the file into PATH.repair and renames
+ * it over PATH (at most one attempt a second; meanwhile commits fail with
+ * -EIO). So an event is in the file after a restart only if its sync
+ * returned 0, or its sync never returned (a crash mid-commit).
+ *
+ * -ETIMEDOUT: timeout_ms (< 0: no bound) passed while another caller's
+ * commit was under way; the event may still become durable. A commit the
+ * caller leads itself is never interrupted. -EINVAL: seq was never handed
+ * out. Any thread. */
 int pool_journal_sync(struct pool_journal *j, uint64_t seq, int timeout_ms);
 
 /* The highest seq known durable; the highest handed out. Any thread. */
 uint64_t pool_journal_durable(const struct pool_journal *j);
 uint64_t pool_journal_last(const struct pool_journal *j);
-/* The number of fdatasync() calls made so far (for tests and metrics). */
+/* The number of successful commits (fdatasync() calls) so far; the number
+ * of events dropped by failed commits (for tests and metrics). */
 uint64_t pool_journal_commits(const struct pool_journal *j);
+uint64_t pool_journal_dropped(const struct pool_journal *j);
 
-/* Test hook: while err != 0, each commit first writes at most `partial`
- * bytes for real (a short write), then its next write() fails with err;
- * partial == SIZE_MAX: writes succeed and fdatasync() fails with err.
- * err 0 restores normal operation. */
-void pool_journal_set_fail(struct pool_journal *j, int err, size_t partial);
+/* Replaces the file layer (NULL: the system calls again). For tests. */
+void pool_journal_set_io(struct pool_journal *j, const struct pool_journal_io *io);
 
 /* Streams the journal at path line by line (lines bounded by
  * POOL_JOURNAL_LINE_MAX), calling fn for every event in file order with
@@ -117,6 +143,12 @@ void pool_journal_set_fail(struct pool_journal *j, int err, size_t partial);
 int pool_journal_read(const char *path,
 		      void (*fn)(void *arg, const struct json_t *ev, uint64_t seq), void *arg,
 		      struct pool_journal_stats *st, char *err, size_t errsz);
+/* The same, also calling bad (may be NULL) for every garbage line, in file
+ * order among the events. */
+int pool_journal_read_ex(const char *path,
+			 void (*fn)(void *arg, const struct json_t *ev, uint64_t seq),
+			 pool_journal_bad_fn bad, void *arg, struct pool_journal_stats *st,
+			 char *err, size_t errsz);
 
 /* ---- usage: claim-seconds per tenant and pool (pure) ----
  *

@@ -380,15 +380,16 @@ sbx_entry(const struct pool_sbx *s, bool claimed)
 	return o;
 }
 
-/* Under m->mu: appends one event (stolen). */
-static void
+/* Under m->mu: appends one event (stolen). Its seq, or 0 when the journal
+ * refused it (the caller that answers for it then fails: see jsync). */
+static uint64_t
 jrec(struct pool_mgr *m, json_t *ev)
 {
 	uint64_t seq;
 
 	if (!m->journal || !ev) {
 		json_decref(ev);
-		return;
+		return 0;
 	}
 	seq = pool_journal_append(m->journal, ev);
 	if (seq)
@@ -397,6 +398,7 @@ jrec(struct pool_mgr *m, json_t *ev)
 		mlog(m, POOL_LOG_ERR, "journal: an event was refused (too large, or too much "
 				      "pending while the journal cannot be written)");
 	pool_saver_changed(&m->saver);
+	return seq;
 }
 
 static json_t *
@@ -431,9 +433,13 @@ ev_end(const char *type, const struct pool_sbx *s, const char *why)
 	return ev;
 }
 
-/* Not under m->mu: makes every event up to seq durable. A failing disk
- * is logged once per run of failures; the daemon keeps serving and the
- * events stay pending until a sync succeeds. */
+/* Not under m->mu: makes every event up to seq durable. 0, or -errno:
+ * the event was not recorded (dropped by a failed commit; -ETIMEDOUT: it
+ * may still be). Nothing is acknowledged on a failure: claims and releases
+ * answer journal-unavailable. Logged once per run of failures. A journal
+ * that refused an event gave it no seq: JSEQ_REFUSED fails here. */
+#define JSEQ_REFUSED UINT64_MAX
+
 static int
 jsync(struct pool_mgr *m, uint64_t seq)
 {
@@ -441,12 +447,12 @@ jsync(struct pool_mgr *m, uint64_t seq)
 
 	if (!m->journal || !seq)
 		return 0;
-	rc = pool_journal_sync(m->journal, seq, JSYNC_TIMEOUT_MS);
+	rc = seq == JSEQ_REFUSED ? -ENOBUFS : pool_journal_sync(m->journal, seq, JSYNC_TIMEOUT_MS);
 	pthread_mutex_lock(&m->mu);
 	if (rc < 0 && !m->jfailing)
 		mlog(m, POOL_LOG_ERR,
-		     "journal %s/%s: %s: claims are served, their events kept in memory until "
-		     "it can be written",
+		     "journal %s/%s: %s: claims and releases are refused (503 journal-unavailable) "
+		     "until it can be written",
 		     m->data_dir, JOURNAL_NAME, strerror(-rc));
 	else if (rc == 0 && m->jfailing)
 		mlog(m, POOL_LOG_INFO, "journal %s/%s: written again", m->data_dir, JOURNAL_NAME);
@@ -761,12 +767,16 @@ begin_end_why(struct pool_mgr *m, struct pool_sbx *s, enum pool_end why, const c
 	struct pstate *p = s->pool;
 
 	if (s->journaled && !s->jend) {
+		uint64_t seq;
+
 		if (s->ready)
-			jrec(m, ev_end(why == POOL_END_RELEASED ? "release" : "reap", s,
-				       reason ? reason : why == POOL_END_SHUTDOWN ? "shutdown" : NULL));
+			seq = jrec(m, ev_end(why == POOL_END_RELEASED ? "release" : "reap", s,
+					     reason                        ? reason
+					     : why == POOL_END_SHUTDOWN ? "shutdown"
+									 : NULL));
 		else
-			jrec(m, ev_end("drain", s, reason));
-		s->jend = m->jseq;
+			seq = jrec(m, ev_end("drain", s, reason));
+		s->jend = seq ? seq : JSEQ_REFUSED;
 	}
 
 	if (s->on_warm) {
@@ -1789,8 +1799,9 @@ claim_abort(struct pool_mgr *m, struct pool_sbx *s, bool cold)
 		s->pool->cold--;
 	if (s->journaled && !s->jend) {
 		/* A warm sandbox taken for a claim that failed. */
-		jrec(m, ev_end("drain", s, "claim-failed"));
-		s->jend = m->jseq;
+		uint64_t seq = jrec(m, ev_end("drain", s, "claim-failed"));
+
+		s->jend = seq ? seq : JSEQ_REFUSED;
 	}
 	s->state = POOL_S_ENDING;
 	s->end = POOL_END_FAILED;
@@ -1799,6 +1810,20 @@ claim_abort(struct pool_mgr *m, struct pool_sbx *s, bool cold)
 	pthread_mutex_lock(&m->mu);
 	sbx_unref_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
+}
+
+/* Under m->mu: a claim whose event could not be made durable ends (the
+ * tenant never learns its id; a sandbox that was lent must not go back to
+ * a pool). Its end is journaled as a reap ("journal-unavailable"), which
+ * closes the claim for readers whichever of the two events the disk kept.
+ * Left alone if something else (the reaper) began ending it meanwhile. */
+static void
+claim_undo_locked(struct pool_mgr *m, struct pool_sbx *s)
+{
+	if (s->state != POOL_S_CLAIMED)
+		return;
+	begin_end_why(m, s, POOL_END_REAPED, "journal-unavailable");
+	end_async(m, s);
 }
 
 int
@@ -1942,20 +1967,32 @@ pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_f
 	if (cold)
 		p->cold--;
 	p->claimed++;
-	p->claims[s->tier]++;
 	s->journaled = true;
-	jrec(m, ev_of(m, "claim", s, true));
-	seq = m->jseq;
+	seq = jrec(m, ev_of(m, "claim", s, true));
+	pthread_mutex_unlock(&m->mu);
+	conf_unref(c);
+	/* The answer leaves once the claim is in the journal (one group
+	 * commit); a claim the journal could not record is undone. */
+	rc = jsync(m, seq ? seq : JSEQ_REFUSED);
+	pthread_mutex_lock(&m->mu);
+	if (rc < 0) {
+		snprintf(err, errsz, "the journal could not record the claim: %s", strerror(-rc));
+		mlog(m, POOL_LOG_WARN, "claim %s from pool %s not acknowledged: %s; ending it", s->id,
+		     p->name, err);
+		claim_undo_locked(m, s);
+		sbx_unref_locked(m, s);
+		pthread_mutex_unlock(&m->mu);
+		if (m->host.wake)
+			m->host.wake(m->host.arg);
+		return -POOL_ERR_JOURNAL;
+	}
+	p->claims[s->tier]++;
 	view_of(s, &v);
 	cb(arg, &v);
 	mlog(m, POOL_LOG_INFO, "claim %s: pool %s, tenant %s, tier %s, ttl %us", s->id, p->name,
 	     t ? t->name : "-", pool_tier_name(s->tier), ttl);
 	sbx_unref_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
-	conf_unref(c);
-	/* The answer leaves once the claim is in the journal (one group
-	 * commit). */
-	jsync(m, seq);
 	return 0;
 
 abort:
@@ -1972,6 +2009,7 @@ pool_mgr_release(struct pool_mgr *m, const char *id, const char *tenant, enum po
 {
 	struct pool_sbx *s;
 	uint64_t seq;
+	int rc;
 
 	pthread_mutex_lock(&m->mu);
 	s = claim_find(m, id, tenant);
@@ -1981,25 +2019,47 @@ pool_mgr_release(struct pool_mgr *m, const char *id, const char *tenant, enum po
 	}
 	if (s->state != POOL_S_CLAIMED) {
 		*was = s->end;
+		seq = s->jend;
 		pthread_mutex_unlock(&m->mu);
-		return s->end == POOL_END_RELEASED || s->end == POOL_END_REAPED ? 0 : -ENOENT;
+		if (*was != POOL_END_RELEASED && *was != POOL_END_REAPED)
+			return -ENOENT;
+		/* "already" only once the end is recorded (another release
+		 * may still be waiting for it) */
+		return jsync(m, seq) < 0 ? -POOL_ERR_JOURNAL : 0;
 	}
 	begin_end(m, s, POOL_END_RELEASED);
 	seq = s->jend;
 	s->refs++;
 	pthread_mutex_unlock(&m->mu);
 	/* Durable before the teardown: a crash during the stop still finds
-	 * the claim released, not reaped. */
-	jsync(m, seq);
+	 * the claim released, not reaped. A release the journal dropped is
+	 * undone (the claim stays, the tenant may try again); one that timed
+	 * out may still be recorded, so the teardown goes on, unacknowledged. */
+	rc = jsync(m, seq);
+	if (rc < 0 && rc != -ETIMEDOUT) {
+		pthread_mutex_lock(&m->mu);
+		if (s->state == POOL_S_ENDING && s->end == POOL_END_RELEASED && s->jend == seq) {
+			s->state = POOL_S_CLAIMED;
+			s->end = POOL_END_NONE;
+			s->jend = 0;
+			s->pool->claimed++;
+		}
+		sbx_unref_locked(m, s);
+		pthread_mutex_unlock(&m->mu);
+		mlog(m, POOL_LOG_WARN, "claim %s: release not recorded (%s); the claim stays", id,
+		     strerror(-rc));
+		return -POOL_ERR_JOURNAL;
+	}
 	end_one(m, s);
 	pthread_mutex_lock(&m->mu);
 	sbx_unref_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
-	mlog(m, POOL_LOG_INFO, "claim %s: released", id);
+	mlog(m, POOL_LOG_INFO, "claim %s: released%s", id, rc < 0 ? " (not acknowledged: the "
+							      "journal timed out)" : "");
 	*was = POOL_END_NONE;
 	if (m->host.wake)
 		m->host.wake(m->host.arg);
-	return 0;
+	return rc < 0 ? -POOL_ERR_JOURNAL : 0;
 }
 
 int

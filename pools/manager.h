@@ -20,6 +20,7 @@
 #ifndef SLUICE_POOL_MANAGER_H
 #define SLUICE_POOL_MANAGER_H
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -166,11 +167,17 @@ struct pool_claim_req {
 	size_t nlabels;
 };
 
+/* A claim or release whose journal event could not be made durable (the
+ * API's 503 journal-unavailable): negated, as the other errors. */
+#define POOL_ERR_JOURNAL EROFS
+
 /* Errors of pool_mgr_claim(), each with one line in err:
  *   -ENOENT  no such pool;           -EPERM   the tenant may not use it;
  *   -EUSERS  the tenant's max_claims; -ESHUTDOWN the pool is draining;
  *   -ENOSPC  no address left;        -EIO     the boot failed;
  *   -EAGAIN  no warm sandbox and POOL_COLD_PARALLEL cold boots already;
+ *   -POOL_ERR_JOURNAL the claim could not be journaled (it was undone:
+ *            the sandbox ended, never lent);
  *   -ENOMEM. */
 /* Opens the journal (data_dir/journal.jsonl) and the state file
  * (data_dir/state.json) in data_dir, which the caller has made and
@@ -215,7 +222,9 @@ int pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_vi
 /* Releases id (tenant NULL: the operator, any claim). Blocks until the
  * sandbox is gone. 0 with *was set to what happened before
  * (POOL_END_NONE: released now; RELEASED or REAPED: already), -ENOENT
- * (unknown, or another tenant's). */
+ * (unknown, or another tenant's), -POOL_ERR_JOURNAL (the release could
+ * not be journaled: the claim stays, unless the journal only timed out,
+ * when the sandbox is ended all the same). */
 int pool_mgr_release(struct pool_mgr *m, const char *id, const char *tenant,
 		     enum pool_end *was);
 

@@ -396,7 +396,8 @@ test_open_garbage_middle_kept(void **state)
 	j = pool_journal_open(at("mid"), logcb, &l, err, sizeof(err));
 	assert_non_null(j);
 	assert_int_equal(file_size(at("mid")), before);
-	assert_non_null(strstr(l.all, "3 garbage lines"));
+	assert_non_null(strstr(l.all, "DAMAGED: 3 unreadable lines in the middle of the file, "
+				      "the first at offset"));
 	assert_non_null(strstr(l.all, "1 events out of order skipped, 1 gaps (4 events missing)"));
 	assert_null(strstr(l.all, "torn"));
 	/* continues after the highest seq, not the last line's */
@@ -624,62 +625,275 @@ expect_file(const char *path, uint64_t n)
 	free(s);
 }
 
+/* The events of the file, exactly: seqs[0..n). */
 static void
-test_write_failure_keeps_order(void **state)
+expect_seqs(const char *path, const uint64_t *seqs, uint64_t n)
 {
+	struct pool_journal_stats st;
+	struct seen *s = calloc(1, sizeof(*s));
+	char err[256];
+
+	s->seq_matches = true;
+	assert_int_equal(pool_journal_read(path, collect, s, &st, err, sizeof(err)), 0);
+	assert_int_equal(st.events, n);
+	assert_int_equal(st.garbage + st.torn + st.backwards, 0);
+	for (uint64_t i = 0; i < n; i++)
+		assert_int_equal(s->seqs[i], seqs[i]);
+	assert_true(s->seq_matches);
+	free(s);
+}
+
+/* A fake file layer over the real calls: each call can be made to fail. */
+static struct fake {
+	int write_err;                  /* write() fails with it ... */
+	size_t write_ok;                /* ... after this many more bytes went out */
+	int fdatasync_err, ftruncate_err, open_err, rename_err;
+	unsigned writes, fdatasyncs, ftruncates, opens, renames;
+} fk;
+
+static ssize_t
+fk_write(int fd, const void *b, size_t n)
+{
+	fk.writes++;
+	if (fk.write_err) {
+		if (!fk.write_ok) {
+			errno = fk.write_err;
+			return -1;
+		}
+		if (n > fk.write_ok)
+			n = fk.write_ok;
+		fk.write_ok -= n;
+	}
+	return write(fd, b, n);
+}
+
+static int
+fk_fdatasync(int fd)
+{
+	fk.fdatasyncs++;
+	if (fk.fdatasync_err) {
+		errno = fk.fdatasync_err;
+		return -1;
+	}
+	return fdatasync(fd);
+}
+
+static int
+fk_ftruncate(int fd, off_t len)
+{
+	fk.ftruncates++;
+	if (fk.ftruncate_err) {
+		errno = fk.ftruncate_err;
+		return -1;
+	}
+	return ftruncate(fd, len);
+}
+
+static int
+fk_open(const char *path, int flags, mode_t mode)
+{
+	fk.opens++;
+	if (fk.open_err) {
+		errno = fk.open_err;
+		return -1;
+	}
+	return open(path, flags, mode);
+}
+
+static int
+fk_rename(const char *from, const char *to)
+{
+	fk.renames++;
+	if (fk.rename_err) {
+		errno = fk.rename_err;
+		return -1;
+	}
+	return rename(from, to);
+}
+
+static ssize_t
+fk_pread(int fd, void *b, size_t n, off_t off)
+{
+	return pread(fd, b, n, off);
+}
+
+static const struct pool_journal_io fake_io = {
+	.write = fk_write,
+	.pread = fk_pread,
+	.fsync = fsync,
+	.fdatasync = fk_fdatasync,
+	.ftruncate = fk_ftruncate,
+	.open = fk_open,
+	.rename = fk_rename,
+};
+
+static ino_t
+inode_of(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_ino;
+}
+
+/* A failed write drops its whole batch: every waiter gets the error, also
+ * after a later commit succeeded; the half line it wrote is cut off; the
+ * descriptor is kept (the cut was made durable). */
+static void
+test_write_failure_drops_batch(void **state)
+{
+	static const uint64_t want[] = { 9 };
 	struct logs l = { 0 };
 	struct pool_journal *j;
 	char err[256];
-	off_t size;
+	ino_t ino;
 
 	(void)state;
+	memset(&fk, 0, sizeof(fk));
 	j = pool_journal_open(at("fail"), logcb, &l, err, sizeof(err));
 	assert_non_null(j);
+	pool_journal_set_io(j, &fake_io);
+	ino = inode_of(at("fail"));
 	memset(&l, 0, sizeof(l));       /* the summary of the scan */
 	for (int i = 0; i < 5; i++)
 		pool_journal_append(j, ev_new("claim", i, i));
 	/* 30 bytes go out (half a line), then the disk fails */
-	pool_journal_set_fail(j, EIO, 30);
+	fk.write_err = EIO;
+	fk.write_ok = 30;
 	assert_int_equal(pool_journal_sync(j, 5, -1), -EIO);
+	assert_int_equal(pool_journal_sync(j, 1, -1), -EIO);
 	assert_int_equal(pool_journal_durable(j), 0);
-	assert_int_equal(file_size(at("fail")), 30);
+	assert_int_equal(pool_journal_dropped(j), 5);
+	assert_int_equal(file_size(at("fail")), 0);
 	assert_int_equal(l.n, 1);
 	assert_non_null(strstr(l.all, "write failed"));
+	assert_non_null(strstr(l.all, "5 events of this commit were not recorded"));
+	/* nothing goes out at all: dropped too, no more log */
 	for (int i = 5; i < 8; i++)
 		pool_journal_append(j, ev_new("claim", i, i));
-	/* another attempt: 30 more bytes, one more failure, no more log */
-	assert_int_equal(pool_journal_sync(j, 8, 0), -EIO);
-	assert_int_equal(pool_journal_sync(j, 1, -1), -EIO);
-	assert_int_equal(file_size(at("fail")), 90);
-	assert_int_equal(l.n, 1);
-	assert_int_equal(pool_journal_durable(j), 0);
-	/* nothing goes out at all */
-	pool_journal_set_fail(j, ENOSPC, 0);
+	fk.write_err = ENOSPC;
 	assert_int_equal(pool_journal_sync(j, 8, -1), -ENOSPC);
-	assert_int_equal(file_size(at("fail")), 90);
+	assert_int_equal(file_size(at("fail")), 0);
 	assert_int_equal(l.n, 1);
-	/* the disk is back: everything, once, in order */
-	pool_journal_set_fail(j, 0, 0);
-	assert_int_equal(pool_journal_sync(j, 2, -1), 0);
-	assert_int_equal(pool_journal_durable(j), 8);
-	assert_int_equal(l.n, 2);
-	assert_non_null(strstr(l.all, "written again"));
-	expect_file(at("fail"), 8);
-
-	/* fdatasync() fails: the bytes are in the file, not written twice */
-	pool_journal_append(j, ev_new("reap", 9, 9));
-	pool_journal_set_fail(j, EIO, SIZE_MAX);
-	assert_int_equal(pool_journal_sync(j, 9, -1), -EIO);
-	assert_int_equal(pool_journal_durable(j), 8);
-	size = file_size(at("fail"));
-	assert_int_equal(l.n, 3);
-	assert_non_null(strstr(l.all, "fdatasync failed"));
-	pool_journal_set_fail(j, 0, 0);
+	/* the disk is back: only what comes now is recorded; the dropped
+	 * seqs stay failed, and are never used again */
+	fk.write_err = 0;
+	assert_int_equal(pool_journal_append(j, ev_new("reap", 9, 9)), 9);
 	assert_int_equal(pool_journal_sync(j, 9, -1), 0);
 	assert_int_equal(pool_journal_durable(j), 9);
-	assert_int_equal(file_size(at("fail")), size);
+	assert_int_equal(pool_journal_sync(j, 2, -1), -EIO);
+	assert_int_equal(pool_journal_sync(j, 7, -1), -ENOSPC);
+	assert_int_equal(l.n, 2);
+	assert_non_null(strstr(l.all, "written again"));
+	assert_int_equal(inode_of(at("fail")), ino);    /* no rewrite was needed */
 	pool_journal_close(j);
-	expect_file(at("fail"), 9);
+	expect_seqs(at("fail"), want, 1);
+}
+
+/* A failed fdatasync drops its batch, cuts its bytes, and the descriptor
+ * is not trusted again: the next commit writes a new file (the durable
+ * part, then its own events) and renames it over the journal. A later
+ * success on the old descriptor never counts the failed bytes. */
+static void
+test_fdatasync_failure_rewrites(void **state)
+{
+	static const uint64_t want[] = { 1, 2, 3, 6, 7 };
+	struct logs l = { 0 };
+	struct pool_journal *j;
+	char err[256];
+	off_t size;
+	ino_t ino;
+
+	(void)state;
+	memset(&fk, 0, sizeof(fk));
+	j = pool_journal_open(at("sync"), logcb, &l, err, sizeof(err));
+	assert_non_null(j);
+	pool_journal_set_io(j, &fake_io);
+	for (int i = 0; i < 3; i++)
+		pool_journal_append(j, ev_new("claim", i, i));
+	assert_int_equal(pool_journal_sync(j, 3, -1), 0);
+	size = file_size(at("sync"));
+	ino = inode_of(at("sync"));
+	memset(&l, 0, sizeof(l));
+	pool_journal_append(j, ev_new("claim", 4, 4));
+	pool_journal_append(j, ev_new("claim", 5, 5));
+	fk.fdatasync_err = EIO;
+	assert_int_equal(pool_journal_sync(j, 5, -1), -EIO);
+	assert_int_equal(pool_journal_sync(j, 4, -1), -EIO);
+	assert_int_equal(pool_journal_durable(j), 3);
+	assert_int_equal(file_size(at("sync")), size);  /* the best-effort cut */
+	assert_int_equal(l.n, 1);
+	assert_non_null(strstr(l.all, "fdatasync failed"));
+	assert_non_null(strstr(l.all, "rewritten before the next commit"));
+	/* the disk answers again: the next commit rewrites the file first */
+	fk.fdatasync_err = 0;
+	fk.opens = fk.renames = 0;
+	assert_int_equal(pool_journal_append(j, ev_new("claim", 6, 6)), 6);
+	assert_int_equal(pool_journal_sync(j, 6, -1), 0);
+	assert_int_equal(fk.opens, 2);  /* PATH.repair, and its directory */
+	assert_int_equal(fk.renames, 1);
+	assert_true(inode_of(at("sync")) != ino);
+	assert_int_equal(access(at("sync.repair"), F_OK), -1);
+	assert_int_equal(pool_journal_sync(j, 5, -1), -EIO);
+	assert_non_null(strstr(l.all, "rewritten into a new file"));
+	/* and it goes on in the new file */
+	assert_int_equal(pool_journal_append(j, ev_new("claim", 7, 7)), 7);
+	assert_int_equal(pool_journal_sync(j, 7, -1), 0);
+	pool_journal_close(j);
+	expect_seqs(at("sync"), want, 5);
+}
+
+/* The rewrite itself fails (the disk still fails): nothing is
+ * acknowledged, no new attempt for a second (commits fail at once), then
+ * one that works. Also: a failed cut after a failed write makes the
+ * descriptor untrusted too. */
+static void
+test_rewrite_failure_backs_off(void **state)
+{
+	static const uint64_t want[] = { 1, 5 };
+	struct logs l = { 0 };
+	struct pool_journal *j;
+	char err[256];
+	unsigned opens;
+	ino_t ino;
+
+	(void)state;
+	memset(&fk, 0, sizeof(fk));
+	j = pool_journal_open(at("rw"), logcb, &l, err, sizeof(err));
+	assert_non_null(j);
+	pool_journal_set_io(j, &fake_io);
+	pool_journal_append(j, ev_new("claim", 1, 1));
+	assert_int_equal(pool_journal_sync(j, 1, -1), 0);
+	ino = inode_of(at("rw"));
+	/* a failed write whose cut fails too */
+	fk.write_err = ENOSPC;
+	fk.ftruncate_err = EIO;
+	pool_journal_append(j, ev_new("claim", 2, 2));
+	assert_int_equal(pool_journal_sync(j, 2, -1), -ENOSPC);
+	fk.write_err = 0;
+	fk.ftruncate_err = 0;
+	/* the rewrite fails: its fdatasync */
+	fk.fdatasync_err = EIO;
+	fk.opens = 0;
+	pool_journal_append(j, ev_new("claim", 3, 3));
+	assert_int_equal(pool_journal_sync(j, 3, -1), -EIO);
+	assert_int_equal(fk.opens, 1);
+	assert_int_equal(access(at("rw.repair"), F_OK), -1);
+	/* within the back-off: refused without an attempt */
+	fk.fdatasync_err = 0;
+	opens = fk.opens;
+	pool_journal_append(j, ev_new("claim", 4, 4));
+	assert_int_equal(pool_journal_sync(j, 4, -1), -EIO);
+	assert_int_equal(fk.opens, opens);
+	assert_int_equal(inode_of(at("rw")), ino);
+	/* after it: rewritten, recorded */
+	usleep(1100 * 1000);
+	pool_journal_append(j, ev_new("claim", 5, 5));
+	assert_int_equal(pool_journal_sync(j, 5, -1), 0);
+	assert_true(inode_of(at("rw")) != ino);
+	assert_int_equal(pool_journal_dropped(j), 3);
+	pool_journal_close(j);
+	expect_seqs(at("rw"), want, 2);
 }
 
 /* Beyond POOL_JOURNAL_PENDING_MAX waiting bytes, append refuses (seq 0),
@@ -897,7 +1111,9 @@ main(void)
 		cmocka_unit_test(test_open_garbage_middle_kept),
 		cmocka_unit_test(test_append_reopen),
 		cmocka_unit_test(test_group_commit),
-		cmocka_unit_test(test_write_failure_keeps_order),
+		cmocka_unit_test(test_write_failure_drops_batch),
+		cmocka_unit_test(test_fdatasync_failure_rewrites),
+		cmocka_unit_test(test_rewrite_failure_backs_off),
 		cmocka_unit_test(test_pending_cap),
 		cmocka_unit_test(test_usage_intervals),
 		cmocka_unit_test(test_usage_from_journal),
