@@ -219,6 +219,7 @@ child(int in, int out, int errp, int errfd, const char *cwd, char **argv,
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* as a VM's init the agent ignores these; its commands must not */
 	signal(SIGPIPE, SIG_DFL);
+	signal(SIGXFSZ, SIG_DFL);       /* sluiced ignores it; commands get the default */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);

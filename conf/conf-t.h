@@ -85,10 +85,18 @@ struct conf_cidrs {
 	size_t n;
 };
 
+/* daemon.journal_damage: what a start does when the journal has unreadable
+ * lines after the state file's point (see docs/operations.md). */
+enum conf_journal_damage {
+	CONF_JDAMAGE_REFUSE = 0,        /* refuse to start (the default) */
+	CONF_JDAMAGE_DESTROY,           /* start; end the sandboxes the lines may concern */
+};
+
 struct conf_daemon {
 	char *data_dir;
 	char *fleet_netns;
 	bool fleet_teardown;            /* clean exit removes the table, links, netns */
+	enum conf_journal_damage journal_damage;
 	char *control_socket;           /* NULL: none */
 	enum conf_log_level log_level;
 	enum conf_log_format log_format;

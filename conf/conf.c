@@ -992,7 +992,8 @@ static void
 load_daemon(struct ctx *x, const struct cy_node *n)
 {
 	static const char *const keys[] = { "data_dir", "fleet_netns", "fleet_teardown",
-					     "control_socket", "log", NULL };
+					     "control_socket", "log", "journal_damage", NULL };
+	static const char *const damages[] = { "refuse", "destroy", NULL };
 	static const char *const lkeys[] = { "level", "format", NULL };
 	static const char *const levels[] = { "err", "warn", "info", "debug", NULL };
 	static const char *const formats[] = { "text", "json", NULL };
@@ -1011,6 +1012,8 @@ load_daemon(struct ctx *x, const struct cy_node *n)
 			err_at(x, f, "daemon.fleet_netns: not a namespace name (no '/', no leading '.', at most 64 bytes)");
 	}
 	get_bool(x, map_get(n, "fleet_teardown"), "daemon.fleet_teardown", &dm->fleet_teardown);
+	if (get_enum(x, map_get(n, "journal_damage"), "daemon.journal_damage", damages, &v))
+		dm->journal_damage = (enum conf_journal_damage)v;
 	f = map_get(n, "control_socket");
 	if (f && f->kind == CY_SCALAR && f->plain && strcmp(f->str, "off") == 0) {
 		dm->control_socket = NULL;

@@ -363,8 +363,11 @@ main(int argc, char **argv)
 	}
 	apply_log(dm.conf);
 
-	/* Writes to a closed peer are errors to handle, not a reason to die. */
+	/* Writes to a closed peer are errors to handle, not a reason to die;
+	 * so is a write past a file-size limit (ulimit -f, LimitFSIZE): EFBIG,
+	 * a failed write like ENOSPC. */
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
 	dm.loop = gw_loop_new();
 	if (!dm.loop) {
 		gw_log_err("cannot create the event loop");

@@ -1081,7 +1081,40 @@ struct restore {
 	uint64_t base;                  /* the state file's journal_seq */
 	uint64_t last;
 	json_t *adopted;                /* ids kept: sbx_sweep()'s list */
+	json_t *rseq;                   /* id -> the seq of its live record */
+	/* Unreadable lines after the state file's point: the events they
+	 * held are unknown, so a record older than damage_q may be stale. */
+	bool bad_pending;               /* a garbage line since the last event */
+	uint64_t bad_lines, bad_first_off;
+	uint64_t damage_q;              /* the seq after the last such line */
 };
+
+/* Garbage in the middle of the journal (not a torn tail). */
+static void
+restore_bad(void *arg, uint64_t off, uint64_t len, uint64_t prev_seq)
+{
+	struct restore *r = arg;
+
+	(void)len;
+	(void)prev_seq;
+	if (!r->bad_pending && !r->bad_lines)
+		r->bad_first_off = off;
+	r->bad_pending = true;
+}
+
+/* The garbage lines before an event of seq `next` (UINT64_MAX: at the end)
+ * held seqs below it; they matter when one of those may be past base. */
+static void
+restore_bad_settle(struct restore *r, uint64_t next)
+{
+	if (!r->bad_pending)
+		return;
+	r->bad_pending = false;
+	if (next - 1 > r->base) {
+		r->bad_lines++;
+		r->damage_q = next;
+	}
+}
 
 static void
 restore_event(void *arg, const json_t *ev, uint64_t seq)
@@ -1090,6 +1123,7 @@ restore_event(void *arg, const json_t *ev, uint64_t seq)
 	const char *type = json_string_value(json_object_get(ev, "event"));
 	const char *id = json_string_value(json_object_get(ev, "claim"));
 
+	restore_bad_settle(r, seq);
 	r->last = seq;
 	if (!type || !id)
 		return;
@@ -1111,6 +1145,7 @@ restore_event(void *arg, const json_t *ev, uint64_t seq)
 		json_object_del(e, "event");
 		json_object_del(e, "claim");
 		json_object_set_new(r->live, id, e);
+		json_object_set_new(r->rseq, id, json_integer((json_int_t)seq));
 	} else if (strcmp(type, "release") == 0 || strcmp(type, "reap") == 0 ||
 		   strcmp(type, "drain") == 0 || strcmp(type, "gone") == 0) {
 		json_object_del(r->live, id);
@@ -1396,13 +1431,71 @@ tomb_from(struct pool_mgr *m, const json_t *ev)
 	m->ntomb++;
 }
 
+/* The journal has unreadable lines past the state file's point. A claim
+ * may have been among them: a sandbox whose last readable record says warm
+ * and is older than the damage cannot be proven unclaimed, so it must
+ * never be lent again. daemon.journal_damage: "refuse" (the default)
+ * refuses the start, changing nothing; "destroy" journals such sandboxes
+ * as gone (reason journal-damaged) and leaves them out of the adoption, so
+ * that the sweep ends them. Claimed records are kept: their owner is
+ * proven, and a sandbox is never claimed twice. -EBADMSG with err, or 0. */
+static int
+restore_damaged(struct restore *r, const char *path, char *err, size_t errsz)
+{
+	struct pool_mgr *m = r->m;
+	enum conf_journal_damage mode = m->conf ? m->conf->daemon.journal_damage
+						: CONF_JDAMAGE_REFUSE;
+	char ids[512] = "";
+	size_t at_risk = 0, len = 0;
+	const char *id;
+	json_t *e, *tmp;
+
+	json_object_foreach_safe(r->live, tmp, id, e) {
+		uint64_t rs = (uint64_t)json_integer_value(json_object_get(r->rseq, id));
+
+		if (strcmp(json_string_value(json_object_get(e, "state")) ?: "", "warm") != 0 ||
+		    rs >= r->damage_q)
+			continue;
+		at_risk++;
+		if (len < sizeof(ids) - 64)
+			len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%s",
+						len ? " " : "", id);
+		if (mode != CONF_JDAMAGE_DESTROY)
+			continue;
+		mlog(m, POOL_LOG_ERR, "restart: warm sandbox %s: its record predates the damaged "
+		     "journal lines; it may have been claimed: destroyed, never lent", id);
+		pthread_mutex_lock(&m->mu);
+		gone_locked(r, id, e, "journal-damaged");
+		pthread_mutex_unlock(&m->mu);
+		json_object_del(r->live, id);
+	}
+	if (mode != CONF_JDAMAGE_DESTROY) {
+		snprintf(err, errsz,
+			 "the journal is damaged: %llu unreadable lines past the state file's seq %llu "
+			 "(the first at offset %llu); %zu warm sandboxes may have been claimed in "
+			 "them (%s); refusing to start (daemon.journal_damage: refuse). Set "
+			 "daemon.journal_damage: destroy to start with them destroyed; see "
+			 "docs/operations.md, \"A corrupt journal\"",
+			 (unsigned long long)r->bad_lines, (unsigned long long)r->base,
+			 (unsigned long long)r->bad_first_off, at_risk, at_risk ? ids : "none");
+		return -EBADMSG;
+	}
+	mlog(m, POOL_LOG_ERR,
+	     "restart: journal %s is damaged: %llu unreadable lines past the state file's seq "
+	     "%llu (the first at offset %llu); %zu warm sandboxes they may concern are destroyed "
+	     "(daemon.journal_damage: destroy)%s%s",
+	     path, (unsigned long long)r->bad_lines, (unsigned long long)r->base,
+	     (unsigned long long)r->bad_first_off, at_risk, at_risk ? ": " : "", ids);
+	return 0;
+}
+
 /* Reads the state file and the journal, re-adopts what still runs,
  * journals the end of what does not, ends the orphans. */
 static int
 restore(struct pool_mgr *m, char *err, size_t errsz)
 {
 	struct restore r = { .m = m, .live = json_object(), .tombs = json_array(),
-			     .adopted = json_array() };
+			     .adopted = json_array(), .rseq = json_object() };
 	struct pool_journal_stats st = { 0 };
 	char path[4096], e2[512] = "";
 	const char **keep;
@@ -1416,16 +1509,22 @@ restore(struct pool_mgr *m, char *err, size_t errsz)
 		mlog(m, POOL_LOG_WARN, "restart: state file: %s; rebuilding from the journal", e2);
 	if (doc) {
 		r.base = (uint64_t)json_integer_value(json_object_get(doc, "journal_seq"));
-		json_array_foreach(json_object_get(doc, "sandboxes"), i, e)
+		json_array_foreach(json_object_get(doc, "sandboxes"), i, e) {
 			json_object_set(r.live, json_string_value(json_object_get(e, "id")), e);
+			json_object_set_new(r.rseq, json_string_value(json_object_get(e, "id")),
+					    json_integer((json_int_t)r.base));
+		}
 		json_decref(doc);
 	}
 	snprintf(path, sizeof(path), "%s/%s", m->data_dir, JOURNAL_NAME);
-	rc = pool_journal_read(path, restore_event, &r, &st, e2, sizeof(e2));
+	rc = pool_journal_read_ex(path, restore_event, restore_bad, &r, &st, e2, sizeof(e2));
 	if (rc < 0) {
 		snprintf(err, errsz, "%s", e2);
 		goto out;
 	}
+	restore_bad_settle(&r, UINT64_MAX);
+	if (r.bad_lines && (rc = restore_damaged(&r, path, err, errsz)) < 0)
+		goto out;
 	if (r.base > r.last && r.last)
 		mlog(m, POOL_LOG_WARN, "restart: the state file is ahead of the journal (%llu > %llu)",
 		     (unsigned long long)r.base, (unsigned long long)r.last);
@@ -1472,6 +1571,7 @@ out:
 	json_decref(r.live);
 	json_decref(r.tombs);
 	json_decref(r.adopted);
+	json_decref(r.rseq);
 	return rc;
 }
 
