@@ -116,7 +116,15 @@ cmd_test() {
 	say "end-to-end tests"
 	run_ctest e2e build -L e2e
 	say "end-to-end tests against sluiced built with ASan+UBSan"
-	SL_E2E_SLUICED=$PWD/build/asan/gateway/sluiced \
+	# The sanitized daemon with the plain build's static agent and vm
+	# images beside it (it finds both relative to its own path; the
+	# sanitized agent is dynamic and could not run in a guest).
+	rm -rf build/e2e-asan
+	mkdir -p build/e2e-asan/gateway
+	cp build/asan/gateway/sluiced build/e2e-asan/gateway/
+	ln -s ../agent build/e2e-asan/agent
+	ln -s ../vm build/e2e-asan/vm
+	SL_E2E_SLUICED=$PWD/build/e2e-asan/gateway/sluiced \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		run_ctest e2e-asan build -L e2e -E '^e2e_agent$'
 }
