@@ -273,6 +273,25 @@ gw_metrics_tunnels_active(void)
 	return atomic_load_explicit(&tunnels_active, memory_order_relaxed);
 }
 
+static _Atomic uint64_t relay_bytes[GW_RELAY__COUNT];
+static const char *const relay_names[GW_RELAY__COUNT] = { "copy", "splice" };
+
+void
+gw_metrics_tunnel_relayed(const uint64_t bytes[GW_RELAY__COUNT])
+{
+	for (size_t m = 0; m < GW_RELAY__COUNT; m++)
+		if (bytes[m])
+			atomic_fetch_add_explicit(&relay_bytes[m], bytes[m], memory_order_relaxed);
+}
+
+uint64_t
+gw_metrics_tunnel_relay_bytes(enum gw_relay_mode mode)
+{
+	if ((unsigned)mode >= GW_RELAY__COUNT)
+		return 0;
+	return atomic_load_explicit(&relay_bytes[mode], memory_order_relaxed);
+}
+
 /* ---- the process ------------------------------------------------------ */
 
 static struct timespec start_time;
@@ -328,6 +347,13 @@ gw_metrics_render(struct gw_mbuf *b)
 	gw_mbuf_printf(
 	    b, "sluice_tunnel_bytes_total{direction=\"to_client\"} %llu\n",
 	    (unsigned long long)atomic_load_explicit(&tunnel_bytes[1], memory_order_relaxed));
+	gw_metrics_family(b, "sluice_tunnel_relay_bytes_total", "counter",
+	                  "Bytes relayed by tunnels, as they go, by the path that moved them: "
+	                  "copy (through a buffer) or splice (splice(2) through a pipe).");
+	for (size_t m = 0; m < GW_RELAY__COUNT; m++)
+		gw_mbuf_printf(
+		    b, "sluice_tunnel_relay_bytes_total{mode=\"%s\"} %llu\n", relay_names[m],
+		    (unsigned long long)atomic_load_explicit(&relay_bytes[m], memory_order_relaxed));
 
 	gw_metrics_family(b, "sluice_process_start_time_seconds", "gauge",
 	                  "Start time of the process since the Unix epoch in seconds.");

@@ -90,11 +90,25 @@ void gw_metrics_tunnel_start(void);
 void gw_metrics_tunnel_end(uint64_t c2u, uint64_t u2c);
 int64_t gw_metrics_tunnels_active(void);
 
+/* The relay path that delivered a tunnel's bytes: copied through a user
+ * space buffer (recv and send), or spliced through a pipe (splice(2)). */
+enum gw_relay_mode {
+	GW_RELAY_COPY = 0,
+	GW_RELAY_SPLICE,
+	GW_RELAY__COUNT
+};
+
+/* Bytes delivered (either direction) by each path, counted as they go,
+ * from gw_tunnel_run(). Any thread; zeros are free. */
+void gw_metrics_tunnel_relayed(const uint64_t bytes[GW_RELAY__COUNT]);
+/* The count so far for one path, for tests. */
+uint64_t gw_metrics_tunnel_relay_bytes(enum gw_relay_mode mode);
+
 /* Appends every gateway family: sluice_door_decisions_total (non-zero
  * series only), sluice_tunnels_active, sluice_tunnels_total,
- * sluice_tunnel_bytes_total, sluice_process_start_time_seconds. Any
- * thread; check b->oom after. Others (pools, API) append their families
- * to the same buffer. */
+ * sluice_tunnel_bytes_total, sluice_tunnel_relay_bytes_total,
+ * sluice_process_start_time_seconds. Any thread; check b->oom after.
+ * Others (pools, API) append their families to the same buffer. */
 void gw_metrics_render(struct gw_mbuf *b);
 
 #endif

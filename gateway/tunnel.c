@@ -97,9 +97,12 @@ io_reason(int err, bool writing_to_upstream)
 }
 
 /* Moves what it can in one direction. Returns 1 if bytes moved, 0 if it
- * is blocked or finished, -1 on an error (reason set). */
+ * is blocked or finished, -1 on an error (reason set). Adds the bytes it
+ * delivered to relayed[GW_RELAY_COPY] (sent from buf) or
+ * relayed[GW_RELAY_SPLICE] (spliced from the pipe): the path they took. */
 static int
-dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream)
+dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
+	uint64_t relayed[GW_RELAY__COUNT])
 {
 	uint64_t start = d->bytes;
 	int moved = 0;
@@ -131,6 +134,7 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream)
 			}
 			d->start += (size_t)n;
 			d->bytes += (uint64_t)n;
+			relayed[GW_RELAY_COPY] += (uint64_t)n;
 			moved = 1;
 			if (d->start == d->end)
 				d->start = d->end = 0;
@@ -152,6 +156,7 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream)
 			}
 			d->in_pipe -= (size_t)n;
 			d->bytes += (uint64_t)n;
+			relayed[GW_RELAY_SPLICE] += (uint64_t)n;
 			moved = 1;
 			continue;
 		}
@@ -207,12 +212,15 @@ enum gw_tunnel_status
 gw_tunnel_run(struct gw_tunnel *t, uint32_t *cev, uint32_t *uev, bool *moved)
 {
 	struct gw_tunnel_dir *c2u = &t->dir[GW_TUNNEL_C2U], *u2c = &t->dir[GW_TUNNEL_U2C];
+	uint64_t relayed[GW_RELAY__COUNT] = { 0 };
 	int a, b;
 
 	*moved = false;
 	*cev = *uev = 0;
-	a = dir_run(t, c2u, true);
-	b = a < 0 ? 0 : dir_run(t, u2c, false);
+	a = dir_run(t, c2u, true, relayed);
+	b = a < 0 ? 0 : dir_run(t, u2c, false, relayed);
+	/* Once per pass, not per syscall: two relaxed adds at most. */
+	gw_metrics_tunnel_relayed(relayed);
 	if (a < 0 || b < 0)
 		return GW_TUNNEL_ERROR;
 	*moved = a > 0 || b > 0;
