@@ -7,19 +7,37 @@
                                    write side, expect "N\\n" and then EOF
   client.py ws HOST PORT TARGET    WebSocket upgrade through the forward door,
                                    one masked frame out, the same frame back
-  client.py maxconn HOST PORT HOLD hold HOLD idle connections, then send a
-                                   request on one more; print its response
+  client.py maxconn HOST PORT HOLD hold HOLD connections, each a CONNECT
+                                   tunnel to slowbox.test:7001 the door has
+                                   answered 200 (so it has surely taken them),
+                                   then send a request on one more; print its
+                                   response
+  client.py quiet HOST PORT TARGET CONNECT TARGET, then send nothing and wait
+                                   for the door to end the tunnel
+  client.py keepalive HOST PORT URL
+                                   GET URL (keep-alive), read the response,
+                                   then send nothing and wait for the door to
+                                   close the connection
+  client.py drip HOST PORT URL     start a request head for URL, then add one
+                                   byte of a header every 0.2 s, never ending
+                                   the head, until the door closes
+
+quiet, keepalive and drip print "sport=PORT recv=HEX|- end=eof|rst|open":
+the client's port, what arrived after the last expected reply, and how the
+connection ended (open: still open after WAIT seconds, a failure).
 
 HOST PORT is the proxy. Every socket has a timeout; exit status 0 means the
 exchange went as expected (raw: a complete response was read).
 """
 import os
+import select
 import socket
 import struct
 import sys
 import time
 
 TIMEOUT = 8
+WAIT = 40     # quiet, keepalive, drip: at most this long for the door
 
 
 def connect(host, port):
@@ -162,8 +180,12 @@ def cmd_ws(host, port, target):
 
 
 def cmd_maxconn(host, port, hold):
-    held = [connect(host, port) for _ in range(int(hold))]
-    time.sleep(0.3)  # let the daemon accept them
+    held = []
+    for _ in range(int(hold)):
+        h, _ = connect_tunnel(host, port, "slowbox.test:7001")
+        if h is None:
+            return 1
+        held.append(h)
     s = connect(host, port)
     try:
         s.sendall(b"GET http://origin.test/?marker-maxconn HTTP/1.1\r\nHost: origin.test\r\n"
@@ -181,8 +203,83 @@ def cmd_maxconn(host, port, hold):
     return 0
 
 
+def wait_end(s, got=b""):
+    """Waits up to WAIT s for the peer to close; returns the line to print."""
+    sport = s.getsockname()[1]
+    deadline = time.monotonic() + WAIT
+    end = "open"
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([s], [], [], deadline - time.monotonic())
+        if not r:
+            break
+        try:
+            d = s.recv(65536)
+        except ConnectionResetError:
+            end = "rst"
+            break
+        if not d:
+            end = "eof"
+            break
+        got += d
+    s.close()
+    return "sport=%d recv=%s end=%s" % (sport, got.hex() or "-", end)
+
+
+def cmd_quiet(host, port, target):
+    s, rest = connect_tunnel(host, port, target)
+    if s is None:
+        return 1
+    print(wait_end(s, rest))
+    return 0
+
+
+def cmd_keepalive(host, port, url):
+    s = connect(host, port)
+    host_hdr = url.split("/")[2]
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (url.encode(), host_hdr.encode()))
+    head, _, ok = read_response(s)
+    if not ok or not head.startswith(b"HTTP/1.1 200"):
+        print("client.py: GET %s answered %r" % (url, head[:80]), file=sys.stderr)
+        return 1
+    if b"connection: close" in head.lower():
+        print("client.py: the door did not keep the connection: %r" % head, file=sys.stderr)
+        return 1
+    print(wait_end(s))
+    return 0
+
+
+def cmd_drip(host, port, url):
+    s = connect(host, port)
+    sport = s.getsockname()[1]
+    host_hdr = url.split("/")[2]
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\nX-Drip: " % (url.encode(), host_hdr.encode()))
+    got, end = b"", "open"
+    deadline = time.monotonic() + WAIT
+    while end == "open" and time.monotonic() < deadline:
+        r, _, _ = select.select([s], [], [], 0.2)
+        if r:
+            try:
+                d = s.recv(65536)
+            except ConnectionResetError:
+                end = "rst"
+                break
+            if not d:
+                end = "eof"
+                break
+            got += d
+            continue
+        try:
+            s.sendall(b"a")
+        except (BrokenPipeError, ConnectionResetError):
+            end = "rst"
+    s.close()
+    print("sport=%d recv=%s end=%s" % (sport, got.hex() or "-", end))
+    return 0
+
+
 def main():
-    cmds = {"raw": cmd_raw, "halfclose": cmd_halfclose, "ws": cmd_ws, "maxconn": cmd_maxconn}
+    cmds = {"raw": cmd_raw, "halfclose": cmd_halfclose, "ws": cmd_ws, "maxconn": cmd_maxconn,
+            "quiet": cmd_quiet, "keepalive": cmd_keepalive, "drip": cmd_drip}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2

@@ -8,7 +8,10 @@ namespace: python3 servers.py ADDR READY_FILE
   ADDR:7004  head echo: answers 200 with the request head it received as body
   ADDR:7005  SSH banner: sends an SSH identification line, reads the
              client's, writes "banner: <client's line>" to stderr, closes
-  ADDR:5353  DNS blackhole (UDP): reads queries and never answers
+  ADDR:7006  garbage: reads the request head, answers bytes that are no
+             HTTP response, closes
+  ADDR:5353  DNS (UDP) for slow.test: answers a query for fail.slow.test
+             with SERVFAIL, never answers any other
 
 Standard library only. Every socket has a timeout, so that nothing here
 waits forever; the test ends the process by pid.
@@ -158,13 +161,39 @@ def banner(c):
     sys.stderr.flush()
 
 
-def dns_blackhole(addr):
+def garbage(c):
+    read_head(c)
+    c.sendall(b"NOT-HTTP \x00\x01\x02 this is no status line\r\n\r\n")
+
+
+def qname(q):
+    """The question's name of a DNS query, lower case, or None."""
+    labels, i = [], 12
+    while i < len(q):
+        n = q[i]
+        if n == 0:
+            return ".".join(labels).lower()
+        if n & 0xc0:
+            return None
+        labels.append(q[i + 1:i + 1 + n].decode("ascii", "replace"))
+        i += 1 + n
+    return None
+
+
+def dns(addr):
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     u.bind((addr, 5353))
 
     def loop():
         while True:
-            u.recvfrom(4096)
+            q, peer = u.recvfrom(4096)
+            if len(q) < 12 or qname(q) != "fail.slow.test":
+                continue  # slow.test and the rest: never answered
+            # The query's id and question, QR, its RD, RA, RCODE 2
+            # (SERVFAIL), no records (an OPT record in the query is dropped).
+            end = q.index(b"\0", 12) + 5
+            flags = 0x8082 | (q[2] & 0x01) << 8
+            u.sendto(q[:2] + struct.pack(">HHHHH", flags, 1, 0, 0, 0) + q[12:end], peer)
     threading.Thread(target=loop, daemon=True).start()
 
 
@@ -175,7 +204,8 @@ def main():
     serve(listener(addr, 7003), ws_echo)
     serve(listener(addr, 7004), head_echo)
     serve(listener(addr, 7005), banner)
-    dns_blackhole(addr)
+    serve(listener(addr, 7006), garbage)
+    dns(addr)
     with open(ready, "w") as f:
         f.write("ready\n")
     threading.Event().wait()

@@ -5,7 +5,8 @@ codes, BND, methods, malformed input, split messages).
   client.py socks PHOST PPORT TARGET [options]
       greeting, optional RFC 1929 auth, one request; prints one line of
       key=value: method=XX [auth=XX] [rep=N bnd=ADDR:PORT] end=open|eof|rst|timeout
-      (end: what the connection did after the last reply read)
+      (end: what the connection did after the last reply read: after a
+      refusal, the door's close is waited for)
     TARGET         host:port, a.b.c.d:port or [v6]:port
     --methods L    the methods offered, hex, comma-separated (default 00)
     --user U --pass P   credentials if the door picks 02
@@ -18,15 +19,29 @@ codes, BND, methods, malformed input, split messages).
                    EOF; adds http=STATUS len=N sha256=HEX
     --halfclose N  on success: send N bytes, shut down the write side,
                    expect "N\\n" then EOF; adds halfclose=ok|bad
-  client.py raw PHOST PPORT STEP... [--split K|--random]
+    --quiet        on success: send nothing, and wait (up to WAIT s) for
+                   the door to end the tunnel; adds sport=PORT
+  client.py raw PHOST PPORT STEP... [--split K|--random] [--then HEX]
       each STEP is hex bytes, sent (in pieces of K bytes 20 ms apart, or
-      in random pieces), then whatever arrives within 0.3 s is read;
-      prints recv=HEX end=open|eof|rst
+      in random pieces); after each, the reply to it (greeting, then
+      RFC 1929 if the door chose 02, then request: the SOCKS5 framing
+      says how long it is) is read, or the door's close; after the last,
+      the door's close is waited for. Prints recv=HEX end=open|eof|rst|data:HEX.
+      --then HEX: the last STEP is incomplete on purpose: nothing may have
+      arrived for it; HEX completes it and its reply is read (then=HEX),
+      proving the door was still waiting; end=open
   client.py maxconn PHOST FWD_PORT SOCKS_PORT
-      with max_connections 2: holds one forward and one SOCKS connection
-      and greets on a third SOCKS one (probe1=...), holds two SOCKS ones
-      and asks the forward door (probe2=HTTP status), then releases all
-      and greets again (probe3=...)
+      with max_connections 2: holds one forward (a CONNECT tunnel the door
+      answered) and one SOCKS connection (greeted and answered) and greets
+      on a third SOCKS one (probe1=...), closes them, holds two SOCKS ones
+      (each greeted until the door serves it: it frees the slots of closed
+      connections as it notices them) and asks the forward door
+      (probe2=HTTP status), then closes all and greets again until served
+      (probe3=...)
+  client.py drip PHOST PPORT
+      a greeting of 255 methods, one byte every 0.2 s (it would take 51 s,
+      more than the door's 30 s for the handshake, and WAIT): prints
+      sport=PORT recv=HEX|- end=eof|rst|open
   client.py pipe PHOST PPORT HOST PORT
       a ProxyCommand: CONNECT (no auth) to HOST:PORT, then stdin/stdout
 
@@ -44,6 +59,7 @@ import threading
 import time
 
 TIMEOUT = 8
+WAIT = 45     # --quiet, drip, maxconn: at most this long for the door
 
 
 def connect(host, port):
@@ -75,11 +91,12 @@ def recv_exact(s, n):
     return buf
 
 
-def ending(s, wait=1.0):
-    """What the connection does next: eof, rst, open (nothing within wait)."""
+def ending(s, wait=TIMEOUT):
+    """What the connection does next: eof, rst, data:HEX (bytes came), or
+    open (nothing within wait: only when the door should have closed)."""
     s.settimeout(wait)
     try:
-        d = s.recv(1)
+        d = s.recv(64)
     except socket.timeout:
         return "open"
     except ConnectionResetError:
@@ -137,7 +154,9 @@ def opts(args, spec):
 
 
 def cmd_socks(phost, pport, *args):
-    o, rest = opts(list(args), {"methods", "user", "pass", "atyp", "cmd", "split", "get", "halfclose"})
+    quiet = "--quiet" in args
+    args = [a for a in args if a != "--quiet"]
+    o, rest = opts(args, {"methods", "user", "pass", "atyp", "cmd", "split", "get", "halfclose"})
     host, port = parse_target(rest[0])
     methods = bytes(int(m, 16) for m in o.get("methods", "00").split(","))
     if "atyp" in o:
@@ -201,8 +220,11 @@ def cmd_socks(phost, pport, *args):
                 reply += d
             out.append("halfclose=%s" % ("ok" if reply == b"%d\n" % n else "bad:%r" % reply[:40]))
             out.append("end=eof")
+        elif quiet:
+            out.append("sport=%d" % s.getsockname()[1])
+            out.append("end=" + ending(s, WAIT))
         else:
-            out.append("end=" + ending(s, 0.3))
+            out.append("end=open")
     except EOFError as e:
         out.append("short=%s end=eof" % e.args[0].hex())
     except ConnectionResetError:
@@ -214,14 +236,44 @@ def cmd_socks(phost, pport, *args):
     return out
 
 
+def reply_len(kind, buf):
+    """The length of the door's reply to a `kind` message ("greeting",
+    "auth", "request") whose first bytes are buf; None until buf says."""
+    if kind != "request":
+        return 2
+    if len(buf) < 5:
+        return None
+    return {1: 10, 3: 7 + buf[4], 4: 22}.get(buf[3], 4)
+
+
+def read_reply_to(s, kind):
+    """Reads the reply to a `kind` message, or what comes before the door
+    closes. Returns (bytes, end): end is open (a whole reply), eof, rst or
+    timeout (no whole reply within TIMEOUT)."""
+    buf = b""
+    while True:
+        n = reply_len(kind, buf)
+        if n is not None and len(buf) >= n:
+            return buf, "open"
+        try:
+            d = s.recv(1 if n is None else n - len(buf))
+        except ConnectionResetError:
+            return buf, "rst"
+        except socket.timeout:
+            return buf, "timeout"
+        if not d:
+            return buf, "eof"
+        buf += d
+
+
 def cmd_raw(phost, pport, *args):
-    o, steps = opts(list(args), {"split"})
+    o, steps = opts(list(args), {"split", "then"})
     rnd = "--random" in steps
     steps = [x for x in steps if x != "--random"]
     split = int(o.get("split", "0"))
     s = connect(phost, pport)
-    got, end = b"", "open"
-    for st in steps:
+    got, end, kind = b"", "open", "greeting"
+    for i, st in enumerate(steps):
         try:
             send(s, bytes.fromhex(st), split, rnd)
         except (BrokenPipeError, ConnectionResetError):
@@ -238,54 +290,85 @@ def cmd_raw(phost, pport, *args):
                 pass
             end = "rst"
             break
-        deadline = time.monotonic() + 0.3
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([s], [], [], max(0, deadline - time.monotonic()))
-            if not r:
-                continue
-            try:
-                d = s.recv(65536)
-            except ConnectionResetError:
-                end = "rst"
-                break
-            if not d:
-                end = "eof"
-                break
-            got += d
+        if "then" in o and i == len(steps) - 1:
+            break       # cut short on purpose: no reply is due yet
+        reply, end = read_reply_to(s, kind)
+        got += reply
         if end != "open":
             break
-    if end == "open":
-        e = ending(s, 1.0)
-        end = e if not e.startswith("data:") else "open"
+        kind = "auth" if kind == "greeting" and reply == b"\x05\x02" else "request"
+    if end == "timeout":
+        end = "open"
+    elif end == "open" and "then" in o:
+        # Nothing may be there for the incomplete message; then the rest
+        # of it, and its reply: the door was waiting for it.
+        r, _, _ = select.select([s], [], [], 0)
+        early = b""
+        if r:
+            try:
+                early = s.recv(65536)
+            except ConnectionResetError:
+                early = b"rst"
+        if early:
+            got += early
+        else:
+            send(s, bytes.fromhex(o["then"]), split, rnd)
+            reply, end = read_reply_to(s, kind)
+            s.close()
+            return ["recv=%s then=%s end=%s" % (got.hex() or "-", reply.hex() or "-", end)]
+    elif end == "open":
+        end = ending(s)
     s.close()
     return ["recv=%s end=%s" % (got.hex() or "-", end)]
 
 
 def greet(host, port):
+    """Greets (no auth); the method reply's hex, or eof, rst or timeout."""
     s = connect(host, port)
     try:
         s.sendall(b"\x05\x01\x00")
-        s.settimeout(2)
         d = s.recv(16)
         return (d.hex() or "eof"), s
-    except ConnectionResetError:
+    except (BrokenPipeError, ConnectionResetError):
         return "rst", s
     except socket.timeout:
         return "timeout", s
 
 
+def greet_served(host, port):
+    """Greets until the door serves the greeting (0500), up to WAIT s: it
+    frees the slots of closed connections as it notices their close."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        r, s = greet(host, port)
+        if r == "0500" or time.monotonic() > deadline:
+            return r, s
+        s.close()
+        time.sleep(0.05)
+
+
 def cmd_maxconn(phost, fport, sport):
     out = []
-    held = [connect(phost, fport), connect(phost, sport)]
-    time.sleep(0.3)
+    f = connect(phost, fport)
+    f.sendall(b"CONNECT slowbox.test:7001 HTTP/1.1\r\nHost: slowbox.test:7001\r\n\r\n")
+    d = f.recv(4096)
+    if not d.startswith(b"HTTP/1.1 200"):
+        return ["hold=forward:%r" % d[:40]]
+    r, g = greet(phost, sport)
+    if r != "0500":
+        return ["hold=socks:%s" % r]
+    held = [f, g]
     r, s = greet(phost, sport)
     out.append("probe1=%s" % r)
     s.close()
     for h in held:
         h.close()
-    time.sleep(0.3)
-    held = [connect(phost, sport), connect(phost, sport)]
-    time.sleep(0.3)
+    held = []
+    for _ in range(2):
+        r, g = greet_served(phost, sport)
+        held.append(g)
+        if r != "0500":
+            return out + ["hold=socks:%s" % r]
     s = connect(phost, fport)
     status = "-"
     try:
@@ -299,11 +382,38 @@ def cmd_maxconn(phost, fport, sport):
     out.append("probe2=%s" % status)
     for h in held:
         h.close()
-    time.sleep(0.3)
-    r, s = greet(phost, sport)
+    r, s = greet_served(phost, sport)
     out.append("probe3=%s" % r)
     s.close()
     return out
+
+
+def cmd_drip(phost, pport):
+    s = connect(phost, pport)
+    sport = s.getsockname()[1]
+    s.sendall(b"\x05\xff")
+    got, end = b"", "open"
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([s], [], [], 0.2)
+        if r:
+            try:
+                d = s.recv(512)
+            except ConnectionResetError:
+                end = "rst"
+                break
+            if not d:
+                end = "eof"
+                break
+            got += d
+            continue
+        try:
+            s.sendall(b"\x00")
+        except (BrokenPipeError, ConnectionResetError):
+            end = "rst"
+            break
+    s.close()
+    return ["sport=%d recv=%s end=%s" % (sport, got.hex() or "-", end)]
 
 
 def cmd_pipe(phost, pport, host, port):
@@ -333,7 +443,8 @@ def cmd_pipe(phost, pport, host, port):
 
 
 def main():
-    cmds = {"socks": cmd_socks, "raw": cmd_raw, "maxconn": cmd_maxconn, "pipe": cmd_pipe}
+    cmds = {"socks": cmd_socks, "raw": cmd_raw, "maxconn": cmd_maxconn, "pipe": cmd_pipe,
+            "drip": cmd_drip}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2
