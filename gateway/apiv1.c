@@ -1361,6 +1361,31 @@ h_info(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 				    "started_at", time_json(v->started_ms), "pools", x.pools));
 }
 
+/* The pool families of /metrics, each written whole (its HELP and TYPE,
+ * then every pool's samples) before the next: the text format wants a
+ * family's samples together. */
+enum {
+	PM_CLAIMS, PM_WARM, PM_TARGET, PM_BOOTING, PM_CLAIMED, PM_BOOT_SECONDS, PM_BOOT_FAILURES,
+	PM_N
+};
+
+static const char *const pm_head[PM_N] = {
+	[PM_CLAIMS] = "# HELP sluice_claims_total Claims served, by pool and tier.\n"
+		      "# TYPE sluice_claims_total counter\n",
+	[PM_WARM] = "# HELP sluice_pool_warm Warm sandboxes ready to be claimed.\n"
+		    "# TYPE sluice_pool_warm gauge\n",
+	[PM_TARGET] = "# HELP sluice_pool_target The number of warm sandboxes the pool aims for.\n"
+		      "# TYPE sluice_pool_target gauge\n",
+	[PM_BOOTING] = "# HELP sluice_pool_booting Sandboxes booting for the pool.\n"
+		       "# TYPE sluice_pool_booting gauge\n",
+	[PM_CLAIMED] = "# HELP sluice_pool_claimed Live claims of the pool.\n"
+		       "# TYPE sluice_pool_claimed gauge\n",
+	[PM_BOOT_SECONDS] = "# HELP sluice_boot_seconds Time from boot start to a ready agent.\n"
+			    "# TYPE sluice_boot_seconds histogram\n",
+	[PM_BOOT_FAILURES] = "# HELP sluice_boot_failures_total Boots that failed.\n"
+			     "# TYPE sluice_boot_failures_total counter\n",
+};
+
 static void
 metrics_pool(void *arg, const struct pool_info *p)
 {
@@ -1368,18 +1393,24 @@ metrics_pool(void *arg, const struct pool_info *p)
 	struct gw_mbuf *b = x->m;
 
 	switch (x->pass) {
-	case 0:
+	case PM_CLAIMS:
 		for (int t = 0; t < 2; t++)
 			gw_mbuf_printf(b, "sluice_claims_total{pool=\"%s\",tier=\"%s\"} %" PRIu64 "\n",
 				       p->name, pool_tier_name((enum pool_tier)t), p->claims[t]);
 		break;
-	case 1:
+	case PM_WARM:
 		gw_mbuf_printf(b, "sluice_pool_warm{pool=\"%s\"} %u\n", p->name, p->warm);
+		break;
+	case PM_TARGET:
 		gw_mbuf_printf(b, "sluice_pool_target{pool=\"%s\"} %u\n", p->name, p->target);
+		break;
+	case PM_BOOTING:
 		gw_mbuf_printf(b, "sluice_pool_booting{pool=\"%s\"} %u\n", p->name, p->booting);
+		break;
+	case PM_CLAIMED:
 		gw_mbuf_printf(b, "sluice_pool_claimed{pool=\"%s\"} %u\n", p->name, p->claimed);
 		break;
-	case 2: {
+	case PM_BOOT_SECONDS: {
 		uint64_t cum = 0;
 
 		for (size_t k = 0; k < POOL_BOOT_BUCKETS; k++) {
@@ -1399,10 +1430,12 @@ metrics_pool(void *arg, const struct pool_info *p)
 			       p->boot_ms_sum / 1000.0);
 		gw_mbuf_printf(b, "sluice_boot_seconds_count{pool=\"%s\"} %" PRIu64 "\n", p->name,
 			       cum);
+		break;
+	}
+	case PM_BOOT_FAILURES:
 		gw_mbuf_printf(b, "sluice_boot_failures_total{pool=\"%s\"} %" PRIu64 "\n", p->name,
 			       p->boot_failures);
 		break;
-	}
 	default:
 		break;
 	}
@@ -1416,22 +1449,10 @@ h_metrics(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	struct info_ctx x = { .m = &b };
 
 	(void)i;
-	gw_mbuf_printf(&b, "# HELP sluice_claims_total Claims served, by pool and tier.\n"
-			   "# TYPE sluice_claims_total counter\n");
-	x.pass = 0;
-	pool_mgr_each_pool(v->mgr, metrics_pool, &x);
-	gw_mbuf_printf(&b, "# HELP sluice_pool_warm Warm sandboxes and the pool's state.\n"
-			   "# TYPE sluice_pool_warm gauge\n"
-			   "# TYPE sluice_pool_target gauge\n"
-			   "# TYPE sluice_pool_booting gauge\n"
-			   "# TYPE sluice_pool_claimed gauge\n");
-	x.pass = 1;
-	pool_mgr_each_pool(v->mgr, metrics_pool, &x);
-	gw_mbuf_printf(&b, "# HELP sluice_boot_seconds Time from boot start to a ready agent.\n"
-			   "# TYPE sluice_boot_seconds histogram\n"
-			   "# TYPE sluice_boot_failures_total counter\n");
-	x.pass = 2;
-	pool_mgr_each_pool(v->mgr, metrics_pool, &x);
+	for (x.pass = 0; x.pass < PM_N; x.pass++) {
+		gw_mbuf_printf(&b, "%s", pm_head[x.pass]);
+		pool_mgr_each_pool(v->mgr, metrics_pool, &x);
+	}
 	gw_metrics_render(&b);
 	if (b.oom) {
 		free(b.p);
