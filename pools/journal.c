@@ -481,7 +481,7 @@ pool_journal_close(struct pool_journal *j)
 	if (!j)
 		return;
 	last = pool_journal_last(j);
-	rc = pool_journal_sync(j, last, -1);
+	rc = pool_journal_flush(j, last, -1);
 	if (rc < 0)
 		jlog(j, POOL_LOG_ERR, "journal %s: closing: the last events were not recorded: %s",
 		     j->path, strerror(-rc));
@@ -834,6 +834,53 @@ pool_journal_sync(struct pool_journal *j, uint64_t seq, int timeout_ms)
 			continue;
 		}
 		/* A follower: wait for the commit under way. */
+		gen = j->commit_gen;
+		while (j->commit_gen == gen) {
+			if (timeout_ms < 0) {
+				pthread_cond_wait(&j->cv, &j->mu);
+				continue;
+			}
+			w = pthread_cond_timedwait(&j->cv, &j->mu, &dl);
+			if (w == ETIMEDOUT && j->commit_gen == gen) {
+				rc = -ETIMEDOUT;
+				goto out;
+			}
+		}
+	}
+out:
+	pthread_mutex_unlock(&j->mu);
+	return rc;
+}
+
+int
+pool_journal_flush(struct pool_journal *j, uint64_t seq, int timeout_ms)
+{
+	struct timespec dl;
+	uint64_t gen;
+	int rc = 0, w;
+
+	if (!seq)
+		return 0;
+	if (timeout_ms >= 0) {
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += timeout_ms / 1000;
+		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+		if (dl.tv_nsec >= 1000000000) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000;
+		}
+	}
+	pthread_mutex_lock(&j->mu);
+	if (seq > j->last) {
+		rc = -EINVAL;
+		goto out;
+	}
+	while (j->settled < seq || j->broken) {
+		if (!j->committing) {
+			if ((rc = commit(j)) < 0)
+				break;
+			continue;
+		}
 		gen = j->commit_gen;
 		while (j->commit_gen == gen) {
 			if (timeout_ms < 0) {

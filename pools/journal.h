@@ -121,6 +121,15 @@ uint64_t pool_journal_append(struct pool_journal *j, struct json_t *ev);
  * out. Any thread. */
 int pool_journal_sync(struct pool_journal *j, uint64_t seq, int timeout_ms);
 
+/* Returns once every event up to seq is settled (durable, or dropped by a
+ * failed commit) and the file is trusted (a broken one is rewritten first,
+ * by a commit of its own): 0. For a caller that wants the file to hold
+ * all that can be held (the state file's writer, a stop), not an
+ * acknowledgement: a dropped event is not an error here, a commit that
+ * fails meanwhile is (-errno). -ETIMEDOUT and -EINVAL as
+ * pool_journal_sync(). Any thread. */
+int pool_journal_flush(struct pool_journal *j, uint64_t seq, int timeout_ms);
+
 /* The highest seq known durable; the highest handed out. Any thread. */
 uint64_t pool_journal_durable(const struct pool_journal *j);
 uint64_t pool_journal_last(const struct pool_journal *j);

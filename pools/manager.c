@@ -500,7 +500,7 @@ save_job(void *arg)
 
 	/* The state file never runs ahead of the journal: not written
 	 * (and retried later) while the journal cannot be. */
-	rc = jsync(m, j->seq);
+	rc = m->journal && j->seq ? pool_journal_flush(m->journal, j->seq, JSYNC_TIMEOUT_MS) : 0;
 	if (rc < 0)
 		snprintf(err, sizeof(err), "waiting for the journal: %s", strerror(-rc));
 	else
@@ -1597,7 +1597,7 @@ save_now(struct pool_mgr *m, char *err, size_t errsz)
 	doc = state_doc(m);
 	seq = m->jseq;
 	pthread_mutex_unlock(&m->mu);
-	rc = m->journal && seq ? pool_journal_sync(m->journal, seq, JSYNC_TIMEOUT_MS) : 0;
+	rc = m->journal && seq ? pool_journal_flush(m->journal, seq, JSYNC_TIMEOUT_MS) : 0;
 	if (rc < 0)
 		snprintf(err, errsz, "%s/%s: %s", m->data_dir, JOURNAL_NAME, strerror(-rc));
 	else
@@ -1763,7 +1763,8 @@ pool_mgr_usage(struct pool_mgr *m, const char *tenant, int64_t since_ms,
 	seq = m->jseq;
 	pthread_mutex_unlock(&m->mu);
 	/* What is in memory only is not in the file yet. */
-	jsync(m, seq);
+	if (m->journal && seq)
+		pool_journal_flush(m->journal, seq, JSYNC_TIMEOUT_MS);
 	snprintf(path, sizeof(path), "%s/%s", m->data_dir, JOURNAL_NAME);
 	rc = pool_journal_read(path, usage_event, &x, &st, err, errsz);
 	if (rc == 0)

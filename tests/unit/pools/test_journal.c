@@ -825,14 +825,23 @@ test_fdatasync_failure_rewrites(void **state)
 	assert_int_equal(l.n, 1);
 	assert_non_null(strstr(l.all, "fdatasync failed"));
 	assert_non_null(strstr(l.all, "rewritten before the next commit"));
-	/* the disk answers again: the next commit rewrites the file first */
+	/* a flush (the state file's writer) while the disk still fails:
+	 * the rewrite fails, and so does the flush */
+	assert_int_equal(pool_journal_flush(j, 5, -1), -EIO);
+	assert_int_equal(inode_of(at("sync")), ino);
+	/* the disk answers again: a flush of what is settled (the newest
+	 * event was dropped) rewrites the file, with nothing new to write */
 	fk.fdatasync_err = 0;
 	fk.opens = fk.renames = 0;
-	assert_int_equal(pool_journal_append(j, ev_new("claim", 6, 6)), 6);
-	assert_int_equal(pool_journal_sync(j, 6, -1), 0);
+	usleep(1100 * 1000);            /* past the rewrite's back-off */
+	assert_int_equal(pool_journal_flush(j, 5, -1), 0);
 	assert_int_equal(fk.opens, 2);  /* PATH.repair, and its directory */
 	assert_int_equal(fk.renames, 1);
 	assert_true(inode_of(at("sync")) != ino);
+	assert_int_equal(pool_journal_flush(j, 5, -1), 0);
+	assert_int_equal(fk.opens, 2);  /* trusted again: nothing more to do */
+	assert_int_equal(pool_journal_append(j, ev_new("claim", 6, 6)), 6);
+	assert_int_equal(pool_journal_sync(j, 6, -1), 0);
 	assert_int_equal(access(at("sync.repair"), F_OK), -1);
 	assert_int_equal(pool_journal_sync(j, 5, -1), -EIO);
 	assert_non_null(strstr(l.all, "rewritten into a new file"));
