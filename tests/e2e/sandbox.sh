@@ -7,6 +7,7 @@
 # the agent's listen socket refusing guests, stop, ESRCH, sweep), and
 # 100 start/stop cycles that leave nothing behind.
 # Everything it makes lives under $E2E_TMP and in namespaces it creates.
+# shellcheck disable=SC2016 # the checks' single-quoted expressions are eval'd later
 . "$(dirname "$0")/lib.sh"
 
 SBX=${SL_BUILD:?SL_BUILD must name the build tree}/sandbox/sluice-sandbox
@@ -14,15 +15,50 @@ SBX=${SL_BUILD:?SL_BUILD must name the build tree}/sandbox/sluice-sandbox
 CACHE=$E2E_TMP/templates
 STATE=$E2E_TMP/state
 ID=sle2e$$
-run() { "$SBX" --cache "$CACHE" --state "$STATE" --id "$ID" "$@"; }
+RUN=("$SBX" --cache "$CACHE" --state "$STATE" --id "$ID")
+run() { "${RUN[@]}" "$@"; }
 
 quiet() { "$@" >/dev/null 2>&1; }
 # Mounts in the host's table, but for other tests' `ip netns` mounts
 # (tests may run side by side; ours are made before the count).
 host_mounts() { grep -v ' /run/netns/' /proc/self/mountinfo | grep -c .; }
-between() { [ "${1:-x}" -ge "$2" ] 2>/dev/null && [ "$1" -le "$3" ]; }
-ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 cg_left() { find /sys/fs/cgroup -maxdepth 6 -type d -name "$ID*" 2>/dev/null | wc -l; }
+# until_ok SECONDS COMMAND...: polls COMMAND until it succeeds. The bound
+# is a safety net against a hang, not an assertion about time.
+until_ok() {
+	local i n=$(($1 * 20))
+	shift
+	for ((i = 0; i < n; i++)); do
+		"$@" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	"$@"
+}
+# says FILE PATTERN: FILE (a command's output) has a line matching PATTERN
+# (extended regex); shows the file when not.
+says() {
+	grep -Eq -- "$2" "$1" && return 0
+	echo "    no /$2/ in: $(head -c 400 "$1" | tr '\n' '|')" >&2
+	return 1
+}
+# On any exit (ctest's SIGTERM included, through lib.sh's trap): the
+# detached sandboxes of the durability section (--sweep, their own state
+# and cgroup parent), then any other sandbox of this test still running,
+# found by its cgroups (named $ID or $ID-N; never by process name), as a
+# sluice-sandbox ended by SIGKILL leaves its sandbox behind.
+e2e_cleanup_extra() {
+	local p
+	if [ -n "${DRUN+x}" ]; then "${DRUN[@]}" --sweep >/dev/null 2>&1 || true; fi
+	find /sys/fs/cgroup -maxdepth 8 -type d \( -name "$ID" -o -name "$ID-[0-9]*" \) \
+		-exec cat {}/cgroup.procs \; 2>/dev/null | while read -r p; do kill -9 "$p" 2>/dev/null || true; done
+	for _ in $(seq 50); do
+		[ -z "$(find /sys/fs/cgroup -maxdepth 8 -type d \( -name "$ID" -o -name "$ID-[0-9]*" \) \
+			-exec cat {}/cgroup.procs \; 2>/dev/null | head -1)" ] && break
+		sleep 0.1
+	done
+	find /sys/fs/cgroup -maxdepth 8 -depth -type d \( -name "$ID" -o -name "$ID-[0-9]*" \) \
+		-exec rmdir {} \; 2>/dev/null || true
+}
 procs_left() { grep -l "$ID" /proc/[0-9]*/cgroup 2>/dev/null | wc -l; }
 
 # ---- exec and exit codes, busybox template ---------------------------
@@ -61,17 +97,31 @@ check "guest: PID 1 is the agent" grep -Eq '^ *1 .*sluice-agent' <<<"$out"
 check "guest: no host process in ps" bash -c "! grep -q 'sleep 300' <<<\"\$1\"" _ "$out"
 n=$(run -- sh -c 'ls /proc | grep -c "^[0-9]"')
 check "guest: only its own processes in /proc ($n)" [ "$n" -le 4 ]
+# Each refusal below is shown to come from a guest that ran (it prints
+# "ran" first) and to be the one expected (ENOENT, EPERM), not any failure.
 echo secret >"$E2E_TMP/secret"
+for tpl in busybox host; do
+	set +e
+	run -t $tpl -- sh -c "echo ran; cat '$E2E_TMP/secret'" >"$E2E_TMP/out" 2>&1
+	rc=$?
+	set -e
+	check "guest ($tpl): host files outside its root are invisible: ENOENT (status $rc)" \
+		eval '[ $rc = 1 ] && says "$E2E_TMP/out" "^ran$" && ! grep -qx secret "$E2E_TMP/out" &&
+			says "$E2E_TMP/out" "$E2E_TMP/secret.*No such file or directory"'
+done
 set +e
-run -- cat "$E2E_TMP/secret" >/dev/null 2>&1
-rc=$?
-run -t host -- cat "$E2E_TMP/secret" >/dev/null 2>&1
-rch=$?
+run -- sh -c 'echo ran; mount -t tmpfs none /mnt; echo "status $?"; grep -c " /mnt " /proc/self/mountinfo' \
+	>"$E2E_TMP/out" 2>&1
 set -e
-check "guest: host files outside its root are invisible" [ $rc != 0 ]
-check "guest (host template): same" [ $rch != 0 ]
-check "guest: cannot mount" bash -c "! $(printf '%q ' "$SBX") --cache $CACHE --state $STATE -- mount -t tmpfs none /mnt 2>/dev/null"
-check "guest: cannot change its host name" bash -c "! $(printf '%q ' "$SBX") --cache $CACHE --state $STATE -- hostname evil 2>/dev/null"
+check "guest: cannot mount: EPERM ($(tr '\n' '|' <"$E2E_TMP/out"))" \
+	eval 'says "$E2E_TMP/out" "^ran$" && says "$E2E_TMP/out" "^mount: permission denied" &&
+		says "$E2E_TMP/out" "^status 1$" && says "$E2E_TMP/out" "^0$"'
+set +e
+run --hostname box2 -- sh -c 'echo ran; hostname evil; echo "status $?, now $(hostname)"' >"$E2E_TMP/out" 2>&1
+set -e
+check "guest: cannot change its host name: EPERM ($(tr '\n' '|' <"$E2E_TMP/out"))" \
+	eval 'says "$E2E_TMP/out" "^ran$" && says "$E2E_TMP/out" "sethostname: Operation not permitted" &&
+		says "$E2E_TMP/out" "^status 1, now box2$"'
 caps=$(run -- sh -c 'grep CapBnd /proc/self/status')
 check "guest: bounding set reduced ($caps)" [ "$caps" = "CapBnd:	00000000000004fb" ]
 out=$(run -- sh -c 'grep NoNewPrivs /proc/self/status; grep Seccomp: /proc/self/status')
@@ -87,28 +137,37 @@ links=$(grep -c '^[0-9]*:' <<<"$out" || true)
 check "net link: exactly lo and eth0 ($links links)" [ "$links" = 2 ]
 check "net link: mtu 1400 on eth0" grep -q 'eth0.*mtu 1400' <<<"$out"
 check "net link: default route via the gateway" grep -q 'default via 10.88.1.1 dev eth0' <<<"$out"
-# The peer is ours to wire: give it the gateway address and listen.
-( run --netns "$NS" --peer sbxe2e0 --addr 10.88.1.7/24 --gw 10.88.1.1 -- \
-	sh -c 'sleep 0.5; echo from-guest | nc -w 3 10.88.1.1 7777' >"$E2E_TMP/nc.out" 2>&1 ) &
-for _ in $(seq 50); do ip -n "$NS" link show sbxe2e0 >/dev/null 2>&1 && break; sleep 0.02; done
+# The peer is ours to wire: give it the gateway address and listen. The
+# guest tries until the listener is there (a bounded retry, not a sleep).
+"${RUN[@]}" --netns "$NS" --peer sbxe2e0 --addr 10.88.1.7/24 --gw 10.88.1.1 -- \
+	sh -c 'for i in $(seq 100); do echo from-guest | nc -w 3 10.88.1.1 7777 2>/dev/null && exit 0; sleep 0.1; done; exit 1' \
+	>"$E2E_TMP/nc.out" 2>&1 &
+NCJOB=$!
+track $NCJOB
+check "(the guest's link appears in the peer namespace)" until_ok 30 quiet ip -n "$NS" link show sbxe2e0
 ip -n "$NS" addr add 10.88.1.1/24 dev sbxe2e0
-got=$(timeout 5 ip netns exec "$NS" busybox nc -l -p 7777 || true)
-wait $! || true
+got=$(timeout 30 ip netns exec "$NS" busybox nc -l -p 7777 || true)
+wait $NCJOB || true
 check "net link: TCP from the guest reaches the peer namespace" [ "$got" = from-guest ]
 check "net link: the peer is gone after stop" bash -c "! ip -n $NS link show sbxe2e0 2>/dev/null"
 
 # ---- limits -----------------------------------------------------------
 set +e
-run -m 64 -- sh -c 'x=$(head -c 200000000 /dev/zero | tr "\0" a); echo ${#x}' >/dev/null 2>&1
+run -m 64 -- sh -c 'echo ran; x=$(head -c 200000000 /dev/zero | tr "\0" a); echo ${#x}' >"$E2E_TMP/mem.out" 2>&1
 rc=$?
-run -p 64 -- sh -c 'for i in $(seq 100); do sleep 5 & done; wait' >/dev/null 2>&1
+run -p 64 -- sh -c 'echo ran; for i in $(seq 100); do sleep 5 & done; wait' >"$E2E_TMP/pids.out" 2>&1
 rcp=$?
-run -- sh -c 'for i in $(seq 100); do sleep 0.2 & done; wait' >/dev/null 2>&1
+run -- sh -c 'for i in $(seq 100); do sleep 0.2 & done; wait; echo all ran' >"$E2E_TMP/pids0.out" 2>&1
 rcp0=$?
 set -e
-check "memory 64 MiB: a 200 MB allocation is killed (status $rc)" [ $rc = 137 ]
-check "pids 64: 100 processes cannot start (status $rcp)" [ $rcp != 0 ]
-check "no pids limit: 100 processes can" [ $rcp0 = 0 ]
+check "memory 64 MiB: a 200 MB allocation is killed, SIGKILL (status $rc)" \
+	eval '[ $rc = 137 ] && says "$E2E_TMP/mem.out" "^ran$" &&
+		says "$E2E_TMP/mem.out" "command killed by signal 9 " && ! grep -q "^200000000$" "$E2E_TMP/mem.out"'
+check "pids 64: 100 processes cannot start, fork fails with EAGAIN (status $rcp)" \
+	eval '[ $rcp = 2 ] && says "$E2E_TMP/pids.out" "^ran$" &&
+		says "$E2E_TMP/pids.out" "can.t fork: Resource temporarily unavailable"'
+check "no pids limit: 100 processes can" eval '[ $rcp0 = 0 ] && says "$E2E_TMP/pids0.out" "^all ran$"'
+
 
 # ---- the agent in real sandboxes, both templates ------------------------
 # Everything goes through sluice-agent as the guest's PID 1: the command,
@@ -116,17 +175,17 @@ check "no pids limit: 100 processes can" [ $rcp0 = 0 ]
 head -c $((50 << 20)) /dev/urandom >"$E2E_TMP/big.in"
 big_sum=$(sha256sum <"$E2E_TMP/big.in" | cut -d' ' -f1)
 for tpl in busybox host; do
-	# A silent command past its timeout is killed, and said to be.
-	t0=$(date +%s%N)
+	# A silent command past its timeout is killed, and said to be (how
+	# long it took is bench/'s business; only that it was not early is
+	# checked here).
 	set +e
 	run -t $tpl --timeout-ms 300 -- sleep 100 >/dev/null 2>"$E2E_TMP/err"
 	rc=$?
 	set -e
-	wall=$(ms_since "$t0")
 	took=$(sed -n 's/.*command timed out after \([0-9]*\) ms$/\1/p' "$E2E_TMP/err")
 	check "$tpl: sleep 100 with a 300 ms timeout: status 124 ($rc)" [ $rc = 124 ]
-	check "$tpl: ... reported timed out after ${took:-?} ms (300-1000)" between "$took" 300 1000
-	check "$tpl: ... the whole run took $wall ms (< 2000)" [ "$wall" -lt 2000 ]
+	check "$tpl: ... reported as timed out, after ${took:-?} ms, not before 300" \
+		eval '[ -n "$took" ] && [ "$took" -ge 300 ]'
 
 	# A death by signal is a signal, not an exit status that looks like one.
 	set +e
@@ -146,25 +205,21 @@ for tpl in busybox host; do
 
 	# 10 MiB of output streams out whole: the guest hashes what it
 	# sends (on stderr), the host what it got.
-	t0=$(date +%s%N)
 	run -t $tpl -- sh -c 'head -c 10485760 /dev/urandom >/tmp/out &&
 		sha256sum /tmp/out >&2 && cat /tmp/out' >"$E2E_TMP/out" 2>"$E2E_TMP/err"
-	wall=$(ms_since "$t0")
 	got=$(wc -c <"$E2E_TMP/out")
 	sent=$(cut -d' ' -f1 "$E2E_TMP/err")
-	check "$tpl: 10 MiB of stdout: $got bytes in $wall ms" [ "$got" = 10485760 ]
+	check "$tpl: 10 MiB of stdout: $got bytes" [ "$got" = 10485760 ]
 	check "$tpl: ... and the same SHA-256 on both sides" \
 		[ "$(sha256sum <"$E2E_TMP/out" | cut -d' ' -f1)" = "$sent" ]
 
 	# 50 MiB written into the sandbox's own root and read back.
 	rm -f "$E2E_TMP/big.out"
-	t0=$(date +%s%N)
 	out=$(run -t $tpl --put "$E2E_TMP/big.in:/big.bin" --get "/big.bin:$E2E_TMP/big.out" \
 		-- sha256sum /big.bin)
-	wall=$(ms_since "$t0")
 	check "$tpl: 50 MiB put: the guest sees the same SHA-256" \
 		[ "${out%% *}" = "$big_sum" ]
-	check "$tpl: 50 MiB get: read back with the same SHA-256 ($wall ms in all)" \
+	check "$tpl: 50 MiB get: read back with the same SHA-256" \
 		[ "$(sha256sum <"$E2E_TMP/big.out" | cut -d' ' -f1)" = "$big_sum" ]
 done
 check "nothing was written through to the template or the host" \
@@ -173,17 +228,36 @@ rm -f "$E2E_TMP/big.in" "$E2E_TMP/big.out" "$E2E_TMP/out"
 
 # ---- durability: sandboxes outlive their starter and are adopted -------
 # Their own state directory and cgroup parent, so that --sweep can only
-# ever see what this section made; the trap sweeps them on any exit.
+# ever see what this section made; the trap sweeps them on any exit
+# (e2e_cleanup_extra, above).
 DSTATE=$E2E_TMP/dstate
 CGP=sluice-e2e-$$
 D=${ID}d
 DRUN=("$SBX" --cache "$CACHE" --state "$DSTATE" --cgroup-parent "$CGP")
 drun() { "${DRUN[@]}" "$@"; }
-durable_cleanup() { drun --sweep >/dev/null 2>&1 || true; }
-# set +e: a failing step must not cut the trap short before lib.sh's own.
-trap 'rc=$?; set +e; durable_cleanup; (exit $rc); e2e_cleanup' EXIT
 # Processes in the sandbox's cgroup (found by its id, never by name).
 cg_procs() { grep -lE "/$1\$" /proc/[0-9]*/cgroup 2>/dev/null | wc -l; }
+# cg_runs ID COMM: a process named COMM is in the sandbox's cgroup.
+cg_runs() {
+	local f p
+	for f in $(grep -lE "/$1\$" /proc/[0-9]*/cgroup 2>/dev/null); do
+		p=${f#/proc/}
+		p=${p%/cgroup}
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$2" ] && return 0
+	done
+	return 1
+}
+# term_pending PID: a SIGTERM waits in the process's pending sets (the
+# agent blocks it and reads it from a signalfd: pending until it is read).
+term_pending() {
+	local k v
+	while read -r k v; do
+		case $k in
+		SigPnd: | ShdPnd:) (((0x$v >> 14) & 1)) && return 0 ;;
+		esac
+	done <"/proc/$1/status"
+	return 1
+}
 cg_dirs() { find /sys/fs/cgroup -maxdepth 8 -type d -path "*/$CGP/$1" 2>/dev/null | wc -l; }
 jget() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$@"; }
 gone_within() { # gone_within ID SECONDS: no process left in its cgroup
@@ -211,22 +285,30 @@ out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- sh -c 'echo again; ls /run/sluic
 check "adopt again: a second reconnect works ($out)" [ "$out" = "again
 agent.sock" ]
 check "adopt: the same process all along" [ "$(jget "$E2E_TMP/d1.json" pid)" = "$p1" ] 
-# A guest cannot end its own agent: SIGTERM from inside is ignored.
-drun --adopt "$E2E_TMP/d1.json" --keep -- kill -TERM 1 >/dev/null 2>&1 || true
-sleep 0.3
-out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- echo still)
-check "guest SIGTERM to PID 1 is ignored ($out)" [ "$out" = still ]
+# A guest cannot end its own agent: SIGTERM from inside is ignored. The
+# signal is sent (kill says so), the agent reads it (it is no longer
+# pending), and the agent is still there and serving.
+out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- sh -c 'kill -TERM 1 && echo sent' 2>&1 || true)
+check "a guest sends SIGTERM to its PID 1 ($out)" [ "$out" = sent ]
+check "... the agent has taken it (no SIGTERM pending)" until_ok 30 eval '! term_pending "$p1"'
+out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- echo still 2>&1 || true)
+check "... and ignored it: the same agent still serves ($out)" \
+	eval '[ "$out" = still ] && kill -0 "$p1"'
 
 # The SIGKILL of a process holding an adopted stream ends nothing. (Not
 # through drun: $! must be sluice-sandbox itself, not a subshell.)
-"${DRUN[@]}" --adopt "$E2E_TMP/d1.json" --keep -- sleep 30 >/dev/null 2>&1 &
+# Once the command runs, the holder is killed; the agent, seeing its host
+# gone, ends the command (so it has handled the loss) and stays. (The
+# command would outlive every bound below on its own.)
+"${DRUN[@]}" --adopt "$E2E_TMP/d1.json" --keep -- sleep 3600 >/dev/null 2>&1 &
 holder=$!
 track $holder
-sleep 1
+check "(the adopted command runs in the sandbox)" until_ok 30 cg_runs "${D}1" sleep
 kill -9 $holder
 wait $holder 2>/dev/null || true
-sleep 0.3
-check "SIGKILL of the adopting process: the sandbox still runs" kill -0 "$p1"
+check "SIGKILL of the adopting process: the agent ends the command it started" \
+	until_ok 30 eval '! cg_runs "${D}1" sleep'
+check "... and the sandbox still runs" kill -0 "$p1"
 out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- echo back)
 check "... and is adopted again ($out)" [ "$out" = back ]
 
@@ -251,10 +333,32 @@ p2=$(jget "$E2E_TMP/d2.json" pid)
 out=$(drun --adopt "$E2E_TMP/d2.json" --keep --put "$E2E_TMP/guest.py:/guest.py" -- \
 	python3 /guest.py)
 check "guest connecting to the agent while the host is there: refused ($out)" [ "$out" = closed ]
-drun --adopt "$E2E_TMP/d2.json" --keep -- \
-	sh -c '(sleep 1; python3 /guest.py) >/tmp/away.out 2>&1 </dev/null &'
-sleep 2.5
-out=$(drun --adopt "$E2E_TMP/d2.json" --keep -- cat /tmp/away.out)
+# The guest waits until the host is away as the agent sees it: its PID 1
+# then holds one socket only (its listener; a host adds its connection).
+# The host reads the answer through /proc/PID/root, without reconnecting.
+cat >"$E2E_TMP/away.py" <<'PY'
+import os, time
+def sockets():
+    n = 0
+    for fd in os.listdir("/proc/1/fd"):
+        try:
+            n += os.readlink("/proc/1/fd/" + fd).startswith("socket:")
+        except OSError:
+            pass
+    return n
+for _ in range(1200):           # a safety net, not a timing
+    if sockets() == 1:
+        break
+    time.sleep(0.05)
+else:
+    print("the host never left (%d sockets)" % sockets())
+    raise SystemExit
+exec(open("/guest.py").read())
+PY
+drun --adopt "$E2E_TMP/d2.json" --keep --put "$E2E_TMP/away.py:/away.py" -- \
+	sh -c '(python3 /away.py >/tmp/away.tmp 2>&1; mv /tmp/away.tmp /tmp/away.out) >/dev/null 2>&1 </dev/null &'
+check "(the guest's attempt while the host is away has ended)" until_ok 60 test -e "/proc/$p2/root/tmp/away.out"
+out=$(cat "/proc/$p2/root/tmp/away.out" 2>&1 || true)
 check "guest connecting while the host is away: refused ($out)" [ "$out" = closed ]
 
 # A record that does not match the process: ESRCH, and nothing changes.
