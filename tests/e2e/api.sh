@@ -211,11 +211,12 @@ check "exec: the claim's env, the exec's env and the proxy variables" \
 	is 'd["stdout"] == "bar baz http://10.88.1.1:3128\n"' true
 acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sh","-c","pwd; cat"],"cwd":"/tmp","stdin":"fed in"}'
 check "exec: cwd and stdin" is 'd["stdout"] == "/tmp\nfed in"' true
-t0=$(date +%s%N)
-acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sleep","5"],"timeout_seconds":1}'
-ms=$((($(date +%s%N) - t0) / 1000000))
-check "exec: timeout_seconds 1 with sleep 5 -> timed_out, in ${ms} ms" \
-	eval 'status 200 && is "d[\"timed_out\"]" true && [ $ms -lt 4000 ]'
+# A command that would run for 10 minutes: an answer at all (curl gives
+# up after 60 s) is the timeout's doing, and the answer says so.
+acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sleep","600"],"timeout_seconds":1}'
+check "exec: timeout_seconds 1 with sleep 600 -> 200, timed_out, killed by signal 9" \
+	eval 'status 200 && is "d[\"timed_out\"]" true && is "d[\"signal\"]" 9 && is "d[\"exit_code\"]" null'
+check "... and no 'sleep 600' is left in the sandbox" wait_cg_not "$A1" '^sleep 600$' 5
 acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sh","-c","kill -9 $$"]}'
 check "exec: killed by a signal -> exit_code null, signal 9" eval 'is "d[\"exit_code\"]" null && is "d[\"signal\"]" 9'
 acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sh","-c","yes aaaaaaa | head -c 3145728; echo done >&2"]}'
@@ -356,29 +357,38 @@ acme DELETE "/v1/sandboxes/$A4"
 check "acme releases the narrow claim" is 'd["result"]' released
 
 # --- 9. lease expiry -----------------------------------------------------------
-# Within about 3 s of the claim: shown reaped, and torn down (a reaped
-# claim shows its state as soon as its end begins; the teardown follows).
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-t0=$(now_ms)
+# Shown reaped, for the reason that its lease ended (the log's line, the
+# journal's reap not before expires_ms), then torn down. A reaped claim
+# shows its state as soon as its end begins; the teardown follows.
 claim tcp "$ACME" '{"pool":"cold","ttl_seconds":1}'
 A5=$ID A5_ADDR=$ADDR
 check "a claim with ttl_seconds 1" eval 'status 201 && is "d[\"ttl_seconds\"]" 1'
+check "its link ($(ifname_of "$A5_ADDR")) and cgroups are there" \
+	eval '! link_gone "$A5_ADDR" && [ -n "$(cg_dirs "$A5")" ]'
 reaped=
-while [ $(($(now_ms) - t0)) -lt 3500 ]; do
+for _ in $(seq 300); do
 	acme GET "/v1/sandboxes/$A5"
-	[ "$(j 'd.get("state")')" = reaped ] && { reaped=$(($(now_ms) - t0)); break; }
+	[ "$(j 'd.get("state")')" = reaped ] && { reaped=1; break; }
 	sleep 0.1
 done
-check "within ~3 s it is shown reaped (after ${reaped:-no} ms: $ST ${B:0:100})" test -n "$reaped"
+check "it is shown reaped ($ST ${B:0:100})" test -n "$reaped"
+check "... the log says its lease expired" grep -qF "claim $A5: lease expired; reaping" "$LOG"
+reap_at=$("$PY" -c 'import json,sys
+for l in open(sys.argv[1], "rb"):
+    try: e = json.loads(l)
+    except ValueError: continue
+    if e.get("event") == "reap" and e.get("claim") == sys.argv[2]:
+        print("%s %s %s" % (e["ts_ms"] - e["expires_ms"], e["expires_ms"] - e["created_ms"], e.get("reason")))' \
+	"$E2E_TMP/data/journal.jsonl" "$A5" 2>&1 || true)
+check "... the journal's reap comes at or after the lease's end, 1000 ms after the claim, for no other reason than the lease (ms past the end, lease ms, reason: $reap_at)" \
+	eval '[[ $reap_at =~ ^[0-9]+\ 1000\ (None|lease)$ ]]'
 acme DELETE "/v1/sandboxes/$A5"
 check "DELETE of a reaped claim: already-reaped" eval 'status 200 && is "d[\"result\"]" already-reaped'
-gone=
-while [ $(($(now_ms) - t0)) -lt 3500 ]; do
-	link_gone "$A5_ADDR" && [ -z "$(cg_dirs "$A5")" ] && { gone=$(($(now_ms) - t0)); break; }
+for _ in $(seq 200); do
+	link_gone "$A5_ADDR" && [ -z "$(cg_dirs "$A5")" ] && break
 	sleep 0.05
 done
-check "... within ~3 s of the claim (${gone:-no} ms) its link ($(ifname_of "$A5_ADDR")) is gone from the fleet" \
-	link_gone "$A5_ADDR"
+check "... then its link ($(ifname_of "$A5_ADDR")) is gone from the fleet" link_gone "$A5_ADDR"
 check "... and its cgroups are gone" test -z "$(cg_dirs "$A5")"
 
 # --- 10. TTL edges ------------------------------------------------------------
@@ -496,9 +506,19 @@ YAML
 	echo "$TID" >>"$SEEN"
 	check "SLUICE_TOKEN over TCP: acme claims ($TID)" eval '[[ $TID =~ ^sbx-[0-9a-f]{16}$ ]]'
 	check "... and sees it in sluice ls" eval 'TC "$ACME" ls | grep -q -- "$TID"'
-	check "... other does not" eval '! TC "$OTHER" ls | grep -q -- "$TID"'
-	TC "$OTHER" show "$TID" >/dev/null 2>&1 && rc=0 || rc=$?
-	check "... other's sluice show of it exits 1" test "$rc" = 1
+	# other's sluice ls works and lists other's own claim, and not acme's.
+	OTID=$(TC "$OTHER" claim -q --pool cold 2>"$E2E_TMP/cli.err") || true
+	echo "$OTID" >>"$SEEN"
+	out=$(TC "$OTHER" ls 2>"$E2E_TMP/cli.err") && rc=0 || rc=$?
+	check "... other's sluice ls exits 0 and lists other's own claim ($OTID) but not acme's (rc $rc)" \
+		eval '[ $rc = 0 ] && [[ $OTID =~ ^sbx- ]] && [[ $out == *"$OTID"* ]] && [[ $out != *"$TID"* ]]'
+	out=$(TC "$OTHER" --json ls 2>"$E2E_TMP/cli.err") && rc=0 || rc=$?
+	check "... and its --json ls is exactly [$OTID] (rc $rc)" \
+		eval '[ $rc = 0 ] && [ "$(B=$out j "[s[\"id\"] for s in d[\"sandboxes\"]]")" = "[\"$OTID\"]" ]'
+	quiet TC "$OTHER" rm "$OTID" || true
+	TC "$OTHER" show "$TID" >/dev/null 2>"$E2E_TMP/cli.err" && rc=0 || rc=$?
+	check "... other's sluice show of it exits 1 with not-found, as for an id nobody has (rc $rc: $(head -c 200 "$E2E_TMP/cli.err"))" \
+		eval '[ $rc = 1 ] && grep -q "not-found: no sandbox $TID" "$E2E_TMP/cli.err"'
 	out=$(TC "$ACME" exec "$TID" -- sh -c 'echo $FOO; exit 0' 2>&1) && rc=0 || rc=$?
 	check "... acme execs in it" test "$rc" = 0
 	TC "$ACME" pools get >/dev/null 2>"$E2E_TMP/cli.err" && rc=0 || rc=$?
@@ -556,24 +576,31 @@ check "... the daemon holds no more fds than before (an ended claim keeps none: 
 # --- 13b. a client that leaves ends its command -------------------------------
 claim unix "$BULK" '{"pool":"warm"}'
 GID=$ID
-set +e
-curl -sS -m 1 --unix-socket "$SOCK" -H "Authorization: Bearer $BULK" "${JS[@]}" \
-	'{"argv":["sleep","37"],"stream":true}' "http://sluice/v1/sandboxes/$GID/exec" >/dev/null 2>&1
-set -e
-# The next command is served (it would wait 30 s behind the sleep, then be
-# refused as busy, if the first still held the sandbox).
-req unix "$BULK" POST "/v1/sandboxes/$GID/exec" -m 20 "${JS[@]}" \
-	'{"argv":["sh","-c","ps -o args | grep -c \"^sleep 37\" || true"]}'
+# client_leaves N STREAM: an exec of "sleep N" whose client leaves (its
+# curl is ended) once the command runs in the sandbox; then the next exec
+# counts the "sleep N" that ps (which must run, and list the sandbox's
+# PID 1, its agent) shows there. The next command is served (it would
+# wait 30 s behind the sleep, then be refused as busy, if the first still
+# held the sandbox). (The kill reaches the agent with that next command:
+# until then the left command runs on; see claims.sh.)
+client_leaves() {
+	bg LEFT unix "$BULK" POST "/v1/sandboxes/$GID/exec" "${JS[@]}" "{\"argv\":[\"sleep\",\"$1\"]$2}"
+	check "sleep $1 runs in the sandbox (its cgroup)" wait_cg "$GID" "^sleep $1\$" 20
+	kill "$BG_PID" 2>/dev/null || true
+	wait "$BG_PID" 2>/dev/null || true
+	req unix "$BULK" POST "/v1/sandboxes/$GID/exec" -m 40 "${JS[@]}" \
+		"{\"argv\":[\"sh\",\"-c\",\"ps -o args >/tmp/ps || exit 97; grep -q '^sluice-agent ' /tmp/ps || exit 98; grep -c '^sleep $1\$' /tmp/ps; exit 0\"]}"
+}
+client_leaves 37 ',"stream":true'
 check "a streamed exec whose client left: the next exec is served" status 200
-check "... and the left command was killed (no 'sleep 37' in the guest)" is 'd["stdout"].strip()' 0
-set +e
-curl -sS -m 1 --unix-socket "$SOCK" -H "Authorization: Bearer $BULK" "${JS[@]}" \
-	'{"argv":["sleep","38"]}' "http://sluice/v1/sandboxes/$GID/exec" >/dev/null 2>&1
-set -e
-req unix "$BULK" POST "/v1/sandboxes/$GID/exec" -m 20 "${JS[@]}" \
-	'{"argv":["sh","-c","ps -o args | grep -c \"^sleep 38\" || true"]}'
-check "a buffered exec whose client left: the command was killed too" \
-	eval 'status 200 && is "d[\"stdout\"].strip()" 0'
+check "... and the left command was killed (ps ran, listed the agent, and no 'sleep 37')" \
+	eval 'is "d[\"exit_code\"]" 0 && is "d[\"stdout\"]" 0'
+check "... nor is it in the sandbox's cgroup" eval '! cg_has "$GID" "^sleep 37$"'
+client_leaves 38 ''
+check "a buffered exec whose client left: the next exec is served" status 200
+check "... and the command was killed too (ps ran, listed the agent, and no 'sleep 38')" \
+	eval 'is "d[\"exit_code\"]" 0 && is "d[\"stdout\"]" 0'
+check "... nor is it in the sandbox's cgroup" eval '! cg_has "$GID" "^sleep 38$"'
 req unix "$BULK" DELETE "/v1/sandboxes/$GID"
 check "... released" status 200
 
@@ -583,19 +610,16 @@ SPIDS=$(for id in $CGS; do cg_pids "$id"; done)
 check "before the stop: the warm sandboxes' processes are found ($(echo $SPIDS | wc -w))" test -n "$SPIDS"
 # A command in flight does not hold the stop up.
 claim unix "$BULK" '{"pool":"warm"}'
-curl -sS -m 60 --unix-socket "$SOCK" -H "Authorization: Bearer $BULK" "${JS[@]}" \
-	'{"argv":["sleep","50"],"stream":true}' "http://sluice/v1/sandboxes/$ID/exec" \
-	>/dev/null 2>&1 &
-track $!
-sleep 0.3
+bg INFLIGHT unix "$BULK" POST "/v1/sandboxes/$ID/exec" "${JS[@]}" '{"argv":["sleep","50"],"stream":true}'
+check "a command is in flight at the stop (sleep 50 in $ID)" wait_cg "$ID" '^sleep 50$' 20
 CGS=$(printf '%s\n%s\n' "$CGS" "$ID" | sort -u)
 kill -TERM "$PID"
 rc=
-for _ in $(seq 100); do
+for _ in $(seq 300); do
 	kill -0 "$PID" 2>/dev/null || { wait "$PID" && rc=0 || rc=$?; break; }
 	sleep 0.1
 done
-check "SIGTERM: the daemon exits 0 within 10 s (rc ${rc:-still running})" test "$rc" = 0
+check "SIGTERM: the daemon exits 0 (rc ${rc:-still running after 30 s})" test "$rc" = 0
 left=
 for id in $CGS; do [ -n "$(cg_dirs "$id")" ] && left="$left $id"; done
 check "no sandbox cgroup is left ($left)" test -z "$left"

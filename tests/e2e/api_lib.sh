@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2034 # sourced: sets variables for the tests
 # api_lib.sh: talking to the daemon's REST API from a test. Source it after
-# lib.sh with SOCK (the API's unix socket), PY and, for "tcp" requests, T
-# (runs a command in the daemon's namespace) and PORT set.
+# lib.sh with SOCK (the API's unix socket), PY and, for "tcp" requests, gw
+# (the daemon's network namespace) and PORT set.
 # req VIA TOKEN METHOD PATH [curl args...]: one request, over "tcp" (in the
 # daemon's namespace) or "unix"; TOKEN empty sends none. Sets ST (the
 # status), B (the body); the headers are in $HDR.
@@ -9,19 +9,28 @@ HDR=$E2E_TMP/hdr
 BODY=$E2E_TMP/body
 ST='' B=''
 req() {
-	local via=$1 tok=$2 m=$3 p=$4
-	shift 4
-	local -a c=(curl -sS -m 60 -o "$BODY" -D "$HDR" -w '%{http_code}' -X "$m")
-	[ -n "$tok" ] && c+=(-H "Authorization: Bearer $tok")
-	if [ "$via" = tcp ]; then
-		ST=$(T "${c[@]}" "$@" "http://127.0.0.1:$PORT$p" 2>"$E2E_TMP/curl.err") || true
-	else
-		ST=$("${c[@]}" --unix-socket "$SOCK" "$@" "http://sluice$p" 2>"$E2E_TMP/curl.err") || true
-	fi
+	req_cmd "$@"
+	: >"$HDR"   # no header or body of an earlier answer is ever read as this one's
+	rm -f "$BODY"
+	ST=$("${RQ[@]}" 2>"$E2E_TMP/curl.err") || true
 	if grep -qi '^content-type: application/octet-stream' "$HDR" 2>/dev/null; then
 		B=    # bytes: read them from $BODY
 	else
 		B=$(cat "$BODY" 2>/dev/null || true)
+	fi
+}
+# req_cmd VIA TOKEN METHOD PATH [curl args...]: the command req runs, in
+# RQ (the body to $BODY, the headers to $HDR, the status on stdout).
+RQ=()
+req_cmd() {
+	local via=$1 tok=$2 m=$3 p=$4
+	shift 4
+	RQ=(curl -sS -m 60 -o "$BODY" -D "$HDR" -w '%{http_code}' -X "$m")
+	[ -n "$tok" ] && RQ+=(-H "Authorization: Bearer $tok")
+	if [ "$via" = tcp ]; then
+		RQ=(nsenter --net="/run/netns/$gw" "${RQ[@]}" "$@" "http://127.0.0.1:$PORT$p")
+	else
+		RQ+=(--unix-socket "$SOCK" "$@" "http://sluice$p")
 	fi
 }
 JS=(-H 'Content-Type: application/json' --data-binary)
@@ -103,4 +112,82 @@ wait_warm() {
 	done
 	echo "    pool $1: warm $(info_pool "$1" warm) after $3 s (wanted $2)" >&2
 	return 1
+}
+
+# refused STATUS CODE: the answer is an error with this status, this code
+# in the JSON body and exactly this code in the Sluice-Reason header.
+refused() {
+	status "$1" || return 1
+	is 'd["error"]["code"]' "$2" || return 1
+	grep -Eiq "^Sluice-Reason: $2"$'\r?$' "$HDR" && return 0
+	echo "    Sluice-Reason: $(grep -i '^Sluice-Reason:' "$HDR" | tr -d '\r' || echo none) (wanted $2)" >&2
+	return 1
+}
+
+# The command lines of the processes in a sandbox's cgroup (pid, then the
+# arguments joined by spaces), found from the host.
+cg_cmds() {
+	local p
+	for p in $(cg_pids "$1"); do
+		printf '%s %s\n' "$p" "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | sed 's/ $//')"
+	done
+}
+# cg_has ID REGEX: a process of the sandbox runs a command matching REGEX.
+cg_has() { cg_cmds "$1" | cut -d' ' -f2- | grep -Eq -- "$2"; }
+# wait_cg ID REGEX [SECONDS] / wait_cg_not ID REGEX [SECONDS]: until one
+# does, or none does (5 s by default).
+wait_cg() {
+	local i
+	for ((i = 0; i < ${3:-5} * 20; i++)); do cg_has "$1" "$2" && return 0; sleep 0.05; done
+	echo "    no /$2/ in $1 after ${3:-5} s: $(cg_cmds "$1" | tr '\n' ';')" >&2
+	return 1
+}
+wait_cg_not() {
+	local i
+	for ((i = 0; i < ${3:-5} * 20; i++)); do cg_has "$1" "$2" || return 0; sleep 0.05; done
+	echo "    still /$2/ in $1 after ${3:-5} s: $(cg_cmds "$1" | tr '\n' ';')" >&2
+	return 1
+}
+# init_pid ID: the host's pid of the sandbox's PID 1 (its agent).
+init_pid() {
+	local p
+	for p in $(cg_pids "$1"); do
+		awk '/^NSpid:/ { exit !($NF == 1 && NF > 2) }' "/proc/$p/status" 2>/dev/null &&
+			{ echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# bg NAME VIA TOKEN METHOD PATH [curl args...]: req in the background;
+# BG_PID (tracked) is curl's own pid, so that killing it is the client
+# leaving. bg_done NAME [SECONDS] waits for it and sets ST, B and $HDR
+# from its answer (ST empty if it did not end).
+bg() {
+	local n=$1
+	shift
+	local HDR=$E2E_TMP/bg.$n.hdr BODY=$E2E_TMP/bg.$n.body
+	: >"$HDR"
+	rm -f "$BODY"
+	req_cmd "$@"
+	"${RQ[@]}" >"$E2E_TMP/bg.$n.st" 2>"$E2E_TMP/bg.$n.err" &
+	BG_PID=$!
+	track "$BG_PID"
+	printf -v "BG_$n" %s "$BG_PID"
+}
+bg_done() {
+	local n=$1 pid i
+	pid=$(eval "echo \$BG_$n")
+	for ((i = 0; i < ${2:-60} * 10; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	ST='' B=''
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "    request $n has not ended after ${2:-60} s" >&2
+		return 1
+	fi
+	wait "$pid" 2>/dev/null || true
+	ST=$(cat "$E2E_TMP/bg.$n.st" 2>/dev/null || true)
+	cp "$E2E_TMP/bg.$n.hdr" "$HDR"
+	B=$(cat "$E2E_TMP/bg.$n.body" 2>/dev/null || true)
 }

@@ -12,9 +12,11 @@
 #    restart.
 # 2. A read-only data_dir at start: the daemon refuses to start, naming
 #    the directory and the reason.
-# 3. A data_dir that fills up (ENOSPC) while running: claims and releases
-#    are still served, the failure is logged once, and once there is room
-#    again the journal and the state file catch up by themselves.
+# 3. A data_dir that fills up (ENOSPC) while running: nothing is
+#    acknowledged that is not on disk (claims and releases answer 503
+#    journal-unavailable and are undone), the failure is logged once, and
+#    once there is room again claims and releases are acknowledged again
+#    and the journal and the state file catch up by themselves.
 #
 # Every daemon runs in a network namespace of the test's and in a mount
 # namespace of its own whose /run is a private tmpfs (the sandboxes' state
@@ -611,37 +613,81 @@ stop_daemon "$PID" 15 || true
 check "c: SIGTERM: the daemon exits 0 (rc ${RC:-still running})" test "$RC" = 0
 
 # The journal, quiescent now: every line parses, the seqs increase.
+# journal.py FILE [LINES]: exit 0 when the unparsable lines are exactly
+# LINES (comma-separated line numbers; none by default) and the seqs of
+# the others increase; 1 when other lines are unparsable, 2 when a seq
+# goes back.
 cat > "$E2E_TMP/journal.py" <<'PY'
 import json, sys
-bad, seqs, n = [], [], 0
+want = {int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "").split(",") if x}
+bad, seqs, n = {}, [], 0
 for i, l in enumerate(open(sys.argv[1], "rb").read().split(b"\n")[:-1], 1):
     n += 1
     try:
         e = json.loads(l)
         seqs.append(e["seq"])
     except Exception as x:
-        bad.append("line %d: %s: %r" % (i, x, l[:80]))
+        bad[i] = "line %d: %s: %r" % (i, x, l[:80])
 gaps = sum(1 for a, b in zip(seqs, seqs[1:]) if b != a + 1)
 back = [(a, b) for a, b in zip(seqs, seqs[1:]) if b <= a]
-print("%d lines, seq %s..%s, %d unparsable, %d gaps, %d not increasing"
-      % (n, seqs[0] if seqs else "-", seqs[-1] if seqs else "-", len(bad), gaps, len(back)))
-for b in bad[:5]:
-    print("    " + b, file=sys.stderr)
+print("%d lines, seq %s..%s, %d unparsable (lines %s), %d gaps, %d not increasing"
+      % (n, seqs[0] if seqs else "-", seqs[-1] if seqs else "-", len(bad),
+         ",".join(map(str, sorted(bad))) or "none", gaps, len(back)))
+for i in sorted(set(bad) - want)[:5]:
+    print("    " + bad[i], file=sys.stderr)
+for i in sorted(want - set(bad)):
+    print("    line %d parses, or is not there" % i, file=sys.stderr)
 for a, b in back[:5]:
     print("    seq %d after %d" % (b, a), file=sys.stderr)
-sys.exit(2 if back else (1 if bad else 0))
+sys.exit(2 if back else (1 if set(bad) != want else 0))
 PY
+# No line was corrupted by this test so far, and a kill's torn last line
+# is cut at the next start: every line parses, and no start reported
+# garbage.
 out=$("$PY" "$E2E_TMP/journal.py" "$DATA/journal.jsonl") && rc=0 || rc=$?
 torn=$(grep -cE 'journal: .*torn' "$LOG" || true)
-garbage=$(grep -cE 'journal: .*garbage' "$LOG" || true)
+garbage=$(grep -cE 'journal: .*(garbage|DAMAGED)' "$LOG" || true)
 echo "    journal: $out; the log reports $torn torn line(s) cut, $garbage garbage report(s)"
-check "c: journal.jsonl parses line by line with strictly increasing seq ($out)" \
-	eval '[ "$rc" = 0 ] || { [ "$rc" = 1 ] && [ "$garbage" -gt 0 ]; }'
+check "c: journal.jsonl parses line by line with strictly increasing seq ($out)" test "$rc" = 0
+check "c: no start reported unreadable lines ($garbage: $(grep -m1 -E 'journal: .*(garbage|DAMAGED)' "$LOG" | cut -c1-160))" \
+	test "$garbage" = 0
 check "c: the journal has no gap in its seqs" eval '[[ $out == *" 0 gaps"* ]]'
+
+# Now the test corrupts it, with the daemon stopped: a garbage line in the
+# middle (before the state file's journal_seq, which covers it) and a
+# torn last line. The next start reports exactly these (their count,
+# offsets and length), cuts the torn one, leaves the garbage in place,
+# ends no sandbox for it, and nothing else changes.
+cat > "$E2E_TMP/corrupt.py" <<'PY'
+import sys
+path = sys.argv[1]
+lines = open(path, "rb").read().split(b"\n")[:-1]
+k = len(lines) // 2
+garbage = b"not JSON: written by durability.sh into the middle of the journal"
+goff = sum(len(l) + 1 for l in lines[:k])
+lines.insert(k, garbage)
+body = b"".join(l + b"\n" for l in lines)
+torn = b'{"event": "claim", "claim": "sbx-00000000000000'
+open(path, "wb").write(body + torn)
+# the garbage line's number and offset, the torn line's offset and length
+print(k + 1, goff, len(body), len(torn))
+PY
+read -r GLINE GOFF TORN_OFF TORN_LEN < <("$PY" "$E2E_TMP/corrupt.py" "$DATA/journal.jsonl")
+mark_c=$(wc -l <"$LOG")
 
 daemon_in "$H1" "$E2E_TMP/crash.yaml" "$LOG"
 PID=$DPID
 started "$PID" "$LOG" 30 || true
+since_c() { tail -n "+$((mark_c + 1))" "$LOG"; }
+JP="journal $DATA/journal.jsonl"
+check "c: the start after the corruption reports the torn line cut at offset $TORN_OFF ($TORN_LEN bytes)" \
+	eval 'since_c | grep -qF "$JP: cut off a torn last line at offset $TORN_OFF ($TORN_LEN bytes)"'
+check "c: ... and 1 unreadable line in the middle, at offset $GOFF, left in place" \
+	eval 'since_c | grep -qF "$JP: DAMAGED: 1 unreadable lines in the middle of the file, the first at offset $GOFF (left in place"'
+n=$(since_c | grep -cE 'journal: .*(torn|garbage|DAMAGED)' || true)
+check "c: ... and no other torn or unreadable report ($n lines)" test "$n" = 2
+check "c: ... the state file covers the damage: no sandbox is ended for it" \
+	eval '! since_c | grep -qE "is damaged|journal-damaged"' 
 T2=$("$PY" "$E2E_TMP/usage.py" "$SOCK" 2>&1) || true
 cat > "$E2E_TMP/same.py" <<'PY'
 import json, sys
@@ -657,6 +703,9 @@ check "c: after a clean restart GET /v1/usage gives the same totals (T1 $T1; T2 
 [ "${nreaped:-0}" -gt 0 ] &&
 	echo "    ($nreaped acknowledged claims are reaped: each had its release cut by a kill, after the sandbox was stopped and before its release was durable)"
 stop_daemon "$PID" 15 || true
+out=$("$PY" "$E2E_TMP/journal.py" "$DATA/journal.jsonl" "$GLINE") && rc=0 || rc=$?
+check "c: then exactly the line the test wrote ($GLINE) is unparsable; the torn one is gone; no gap ($out)" \
+	eval '[ "$rc" = 0 ] && [[ $out == *" 0 gaps"* ]]'
 crash_total=$(($(date +%s) - T_START))
 echo "    the crash test took $crash_total s"
 
@@ -674,7 +723,6 @@ for kind in empty with-journal; do
 	mkconf "$E2E_TMP/ro-$kind.yaml" "$RO/$kind" "sl-durr-$$" "$E2E_TMP/api2.sock" false "$E2E_TMP/ca2"
 	before=$(ls -A "$RO/$kind" | tr "\n" " ")
 	sum=$(cat "$RO/$kind"/* 2>/dev/null | md5sum) || true
-	t0=$(date +%s%N)
 	nsenter --net="/run/netns/$gw" unshare -m --propagation private sh -c \
 		'mount -t tmpfs sl-e2e-run /run && mount --bind "$1" "$1" &&
 		 mount -o remount,bind,ro "$1" && exec "$2" --config "$3"' \
@@ -682,15 +730,14 @@ for kind in empty with-journal; do
 	p=$!
 	track "$p"
 	rc=
-	for _ in $(seq 100); do
+	for _ in $(seq 300); do
 		kill -0 "$p" 2>/dev/null || { wait "$p" && rc=0 || rc=$?; break; }
 		sleep 0.1
 	done
-	ms=$((($(date +%s%N) - t0) / 1000000))
 	if [ -z "$rc" ]; then kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null || true; fi
 	untrack "$p"
-	check "2 ($kind): a read-only data_dir: the daemon exits non-zero (rc ${rc:-still running after 10 s}, in $ms ms)" \
-		eval '[ -n "$rc" ] && [ "$rc" != 0 ] && [ "$ms" -lt 5000 ]'
+	check "2 ($kind): a read-only data_dir: the daemon exits 1 (rc ${rc:-still running after 30 s})" \
+		test "$rc" = 1
 	line=$(grep -F "$RO/$kind" "$LOG2" | grep -i -m1 'read-only file system' || true)
 	check "2 ($kind): its log names the data_dir and the reason (${line:-$(tail -n 2 "$LOG2" | tr '\n' ' ')})" \
 		test -n "$line"
@@ -753,6 +800,21 @@ for b in bad:
     print("    " + b, file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
+# gaps.py FILE LO HI: every seq the journal lacks lies strictly between LO
+# and HI (the dropped commits' seqs are not reused); prints the gaps.
+cat > "$E2E_TMP/gaps.py" <<'PY'
+import json, sys
+lo, hi = int(sys.argv[2]), int(sys.argv[3])
+seqs = []
+for l in open(sys.argv[1], "rb"):
+    try:
+        seqs.append(json.loads(l)["seq"])
+    except (ValueError, KeyError):
+        pass
+missing = sorted(set(range(1, max(seqs) + 1)) - set(seqs)) if seqs else []
+print("missing seqs %s" % (",".join(map(str, missing)) or "none"))
+sys.exit(0 if all(lo < m < hi for m in missing) else 1)
+PY
 daemon_in "$H3" "$E2E_TMP/full.yaml" "$LOG3"
 P3=$DPID
 if ! started "$P3" "$LOG3" 30 || ! settled "$SOCK3" 30; then
@@ -761,26 +823,45 @@ if ! started "$P3" "$LOG3" 30 || ! settled "$SOCK3" 30; then
 else
 	pass "3: the daemon starts on a 2 MiB data_dir"
 	in3() { nsenter -t "$P3" -m "$@"; }
+	J3=/proc/$H3/root$D3
 	# Each claim carries 8 labels of 250 bytes: its event (over 3 KiB)
 	# does not fit in what is left of the journal's last page.
 	BIG=$("$PY" -c 'import json; print(json.dumps({"pool": "warm", "labels": {"pad%d" % i: "x" * 250 for i in range(8)}}))')
-	claim3() { # TOKEN -> ID3 (empty if not 201), ST
+	HDR3=$E2E_TMP/hdr3
+	claim3() { # TOKEN -> ID3 (empty if not 201), ST, B, the headers in $HDR3
 		local out
+		: >"$HDR3"
 		out=$(curl -sS -m 30 --unix-socket "$SOCK3" -H "Authorization: Bearer $1" \
-			-H 'Content-Type: application/json' -d "$BIG" \
+			-H 'Content-Type: application/json' -d "$BIG" -D "$HDR3" \
 			-w '\n%{http_code}' http://sluice/v1/claims 2>/dev/null) || true
 		ST=${out##*$'\n'} B=${out%$'\n'*}
 		ID3=''
 		[ "$ST" = 201 ] && ID3=$(j 'd["id"]')
 		return 0
 	}
+	release3() { # ID -> ST, B, the headers in $HDR3
+		local out
+		: >"$HDR3"
+		out=$(curl -sS -m 30 --unix-socket "$SOCK3" -X DELETE -D "$HDR3" \
+			-w '\n%{http_code}' "http://sluice/v1/sandboxes/$1" 2>/dev/null) || true
+		ST=${out##*$'\n'} B=${out%$'\n'*}
+	}
+	# unavailable: 503, code journal-unavailable in the body and the header.
+	unavailable() {
+		[ "$ST" = 503 ] && [ "$(j 'd["error"]["code"]')" = journal-unavailable ] &&
+			grep -Eiq $'^Sluice-Reason: journal-unavailable\r?$' "$HDR3" && return 0
+		echo "    $ST ${B:0:300} (Sluice-Reason: $(grep -i '^Sluice-Reason' "$HDR3" | tr -d '\r'))" >&2
+		return 1
+	}
 	ID3=''
 	claim3 "$ACME"
 	K0=$ID3
 	check "3: a claim before the disk fills ($K0)" test "$ST" = 201
-	# The pool refills first: the claims below are served from warm
-	# sandboxes (a boot needs room in data_dir for the sandbox's record).
+	# The pool refills first: the claims below find warm sandboxes (a
+	# boot needs no room in data_dir but the journal's).
 	settled "$SOCK3" 20 || true
+	seq_full=$("$PY" -c 'import json,sys
+print(max(json.loads(l)["seq"] for l in open(sys.argv[1], "rb")))' "$J3/journal.jsonl" 2>/dev/null || echo 0)
 	# Fill it: big blocks, then small ones, until ENOSPC.
 	in3 dd if=/dev/zero of="$D3/filler" bs=64k 2>/dev/null || true
 	in3 dd if=/dev/zero of="$D3/filler" bs=4k oflag=append conv=notrunc 2>/dev/null || true
@@ -788,60 +869,71 @@ else
 	check "3: the data_dir is full (${avail} KiB free)" test "$avail" = 0
 	mark_full=$(wc -l <"$LOG3")
 	# The state file as it was when the disk filled (tmpfs keeps ns).
-	t_full=$("$PY" -c 'import os,sys; print(repr(os.stat(sys.argv[1]).st_mtime))' "/proc/$H3/root$D3/state.json")
-	made=() gone=() ok=1
-	for i in 1 2; do
-		claim3 "$([ $((i % 2)) = 0 ] && echo "$ACME" || echo "$OTHER")"
-		[ "$ST" = 201 ] && made+=("$ID3") || { ok=0; echo "    claim $i: $ST ${B:0:300}" >&2; }
+	t_full=$("$PY" -c 'import os,sys; print(repr(os.stat(sys.argv[1]).st_mtime))' "$J3/state.json")
+	# Nothing is acknowledged that is not on disk: claims and a release
+	# answer 503 journal-unavailable and are undone.
+	ok=1
+	for t in "$OTHER" "$ACME"; do
+		claim3 "$t"
+		unavailable || ok=0
 	done
-	for id in "$K0" "${made[0]:-none}"; do
-		req "$SOCK3" DELETE "/v1/sandboxes/$id"
-		[ "$ST" = 200 ] && [ "$(j 'd["result"]')" = released ] && gone+=("$id") ||
-			{ ok=0; echo "    release $id: $ST $B" >&2; }
-	done
-	check "3: with the disk full, 2 claims answer 201 and 2 releases 200 (keeps serving)" test "$ok" = 1
+	check "3: with the disk full, 2 claims answer 503 journal-unavailable (body and Sluice-Reason)" test "$ok" = 1
+	release3 "$K0"
+	check "3: ... and the release of K0 too" unavailable
 	req "$SOCK3" GET /v1/sandboxes
-	check "3: ... and the live claims are listed (${made[1]:-none} and no other)" \
-		test "$(j '[s["id"] for s in d["sandboxes"]]')" = "[\"${made[1]:-none}\"]"
-	# Let the state file's retrier try a few times.
+	check "3: ... the refused claims are undone and K0 stays claimed (live: $(j '[s["id"] for s in d["sandboxes"]]'))" \
+		test "$(j '[(s["id"], s["state"]) for s in d["sandboxes"]]')" = "[[\"$K0\", \"claimed\"]]"
+	# Let the journal's and the state file's retriers try a few times
+	# (0.5 s back-off, doubling): the stimulus is time passing, not a
+	# condition to wait for.
 	sleep 2.5
 	since3() { tail -n "+$((mark_full + 1))" "$LOG3"; }
-	nj=$(since3 | grep -ciE '(err|warn) +journal[: ].*no space' || true)
+	# The journal's failures and recoveries, in order (F, W): a failed
+	# commit's bytes are cut off, so a small event may fit again while the
+	# big claims do not; each run of failures is logged once, when it
+	# starts, and its end once.
+	fw() {
+		since3 | sed -nE 's/.*journal: journal .*: (write|fdatasync|fsync) failed: .*/F/p; s/.*journal: journal .*: written again.*/W/p' |
+			tr -d '\n'
+	}
 	ns=$(since3 | grep -ciE 'state file.*(no space|retrying)' || true)
-	check "3: the log says the journal cannot be written, not per attempt ($nj line(s) <= 2: $(since3 | grep -iE -m1 'journal .*no space' | cut -c1-200))" \
-		eval '[ "$nj" -ge 1 ] && [ "$nj" -le 2 ]'
-	check "3: the log says the state file cannot be written, not per attempt ($ns line(s) <= 2: $(since3 | grep -iE -m1 'state file' | cut -c1-200))" \
-		eval '[ "$ns" -ge 1 ] && [ "$ns" -le 2 ]'
+	check "3: the log says the journal cannot be written once per run of failures, not per request or attempt ($(fw): F a failure, W written again; $(since3 | grep -E -m1 'journal: journal .*failed' | cut -c1-160))" \
+		eval '[[ $(fw) =~ ^F(WF)*W?$ ]]'
+	check "3: the log says the state file cannot be written, not per attempt ($ns line(s) <= 1: $(since3 | grep -iE -m1 'state file' | cut -c1-200))" \
+		eval '[ "$ns" -le 1 ]'
 	check "3: the daemon still runs" kill -0 "$P3"
-	J3=/proc/$H3/root$D3
-	pending=$("$PY" "$E2E_TMP/caught_up.py" "$J3" "$t_full" "${made[*]}" "${gone[*]}" 2>&1) || true
-	check "3: while full, the journal lacks events made meanwhile and state.json is not rewritten (${pending//$'\n'/ })" \
-		eval '[[ $pending == *"the journal lacks"* ]] && [[ $pending == *"state.json not written"* ]]'
-	# Room again: within a few seconds the journal has the events made
-	# meanwhile, and the state file names the live claims.
+	# Room again: claims and releases are acknowledged again, with no
+	# restart, and the journal and the state file catch up by themselves.
 	mark_room=$(wc -l <"$LOG3")
 	in3 rm -f "$D3/filler"
-	t0=$(date +%s%N)
+	claim3 "$OTHER"
+	K1=$ID3
+	check "3: room again: a claim answers 201 ($K1)" test "$ST" = 201
+	release3 "$K0"
+	check "3: ... and the release of K0 200 released" eval '[ "$ST" = 200 ] && [ "$(j "d[\"result\"]")" = released ]'
 	caught=
 	for _ in $(seq 300); do
-		"$PY" "$E2E_TMP/caught_up.py" "$J3" "$t_full" "${made[*]}" "${gone[*]}" 2>/dev/null &&
-			{ caught=$((($(date +%s%N) - t0) / 1000000)); break; }
+		"$PY" "$E2E_TMP/caught_up.py" "$J3" "$t_full" "$K0 $K1" "$K0" 2>/dev/null && { caught=1; break; }
 		sleep 0.1
 	done
-	[ -n "$caught" ] || "$PY" "$E2E_TMP/caught_up.py" "$J3" "$t_full" "${made[*]}" "${gone[*]}" || true
-	check "3: room again: within 30 s the journal has the 2 claims and 2 releases made meanwhile and state.json is rewritten with the live claims (${caught:-not} in ms)" \
+	[ -n "$caught" ] || "$PY" "$E2E_TMP/caught_up.py" "$J3" "$t_full" "$K0 $K1" "$K0" || true
+	check "3: ... the journal has K1's claim and K0's release, state.json is rewritten naming K1 and not K0" \
 		test -n "$caught"
 	since_room() { tail -n "+$((mark_room + 1))" "$LOG3"; }
-	check "3: then the log says the journal was written again ($(since_room | grep -m1 'written again' | cut -c1-160))" \
-		eval 'since_room | grep -qE "journal.*written again"'
+	check "3: then the log says the journal was written again, and the runs of failures alternate with recoveries ($(fw); $(since_room | grep -m1 'written again' | cut -c1-160))" \
+		eval 'since_room | grep -qE "journal: journal .*written again" && [[ $(fw) =~ ^F(WF)*W$ ]]'
 	check "3: then the log says the state file was written again ($(since3 | grep -iE 'state' | tail -n 1 | cut -c1-160))" \
 		eval 'since_room | grep -qiE "state.*written again"'
-	n=$(since3 | grep -ciE 'no space|cannot be written|retrying' || true)
-	check "3: no failure is logged per attempt (failure lines in all: $n <= 4)" test "$n" -le 4
-	check "3: the pool refilled meanwhile (the sandboxes' records are not on the full disk)" settled "$SOCK3" 10
+	check "3: the pool refilled meanwhile" settled "$SOCK3" 10
 	out=$("$PY" "$E2E_TMP/journal.py" "$J3/journal.jsonl") && rc=0 || rc=$?
-	check "3: the journal parses with strictly increasing seq, no gap ($out)" \
-		eval '[ "$rc" = 0 ] && [[ $out == *" 0 gaps"* ]]'
+	check "3: the journal parses with strictly increasing seq ($out)" test "$rc" = 0
+	seq_room=$("$PY" -c 'import json,sys
+for l in open(sys.argv[1], "rb"):
+    e = json.loads(l)
+    if e.get("event") == "claim" and e.get("claim") == sys.argv[2]: print(e["seq"])' "$J3/journal.jsonl" "$K1" 2>/dev/null || echo 0)
+	out=$("$PY" "$E2E_TMP/gaps.py" "$J3/journal.jsonl" "$seq_full" "${seq_room:-0}") && rc=0 || rc=$?
+	check "3: its only gaps are the dropped commits' seqs, after seq $seq_full (the last before the disk filled) and before K1's claim (${seq_room:-none}): $out" \
+		test "$rc" = 0
 	stop_daemon "$P3" 15 || true
 	check "3: SIGTERM: exit 0 (rc ${RC:-still running})" test "$RC" = 0
 fi
