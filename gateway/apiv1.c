@@ -572,6 +572,7 @@ h_claim(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		gw_api_reply_error(r, 503, "draining", "%s", err);
 		break;
 	case -ENOSPC:
+	case -EAGAIN:           /* no warm sandbox and the cold boots all busy */
 		gw_api_reply_error(r, 503, "no-capacity", "%s", err);
 		break;
 	case -EIO:
