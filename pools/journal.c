@@ -803,8 +803,11 @@ done:
 	return rc;
 }
 
-int
-pool_journal_sync(struct pool_journal *j, uint64_t seq, int timeout_ms)
+/* The wait of sync and flush: leads a commit, or waits for the one under
+ * way, until seq is acknowledged (ack: durable, or its drop's error) or
+ * settled with the file trusted (!ack: a failed commit is the answer). */
+static int
+wait_for_seq(struct pool_journal *j, uint64_t seq, int timeout_ms, bool ack)
 {
 	struct timespec dl;
 	uint64_t gen;
@@ -826,11 +829,17 @@ pool_journal_sync(struct pool_journal *j, uint64_t seq, int timeout_ms)
 		rc = -EINVAL;
 		goto out;
 	}
-	/* Dropped first: a later commit's success covers higher seqs, never
-	 * a dropped one. */
-	while (!(rc = dropped_err(j, seq)) && j->durable < seq) {
+	for (;;) {
+		/* Dropped first: a later commit's success covers higher
+		 * seqs, never a dropped one. */
+		if (ack && ((rc = dropped_err(j, seq)) || j->durable >= seq))
+			break;
+		if (!ack && j->settled >= seq && !j->broken)
+			break;
 		if (!j->committing) {
-			commit(j);
+			if ((rc = commit(j)) < 0 && !ack)
+				break;
+			rc = 0;
 			continue;
 		}
 		/* A follower: wait for the commit under way. */
@@ -853,50 +862,15 @@ out:
 }
 
 int
+pool_journal_sync(struct pool_journal *j, uint64_t seq, int timeout_ms)
+{
+	return wait_for_seq(j, seq, timeout_ms, true);
+}
+
+int
 pool_journal_flush(struct pool_journal *j, uint64_t seq, int timeout_ms)
 {
-	struct timespec dl;
-	uint64_t gen;
-	int rc = 0, w;
-
-	if (!seq)
-		return 0;
-	if (timeout_ms >= 0) {
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_sec += timeout_ms / 1000;
-		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-		if (dl.tv_nsec >= 1000000000) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000;
-		}
-	}
-	pthread_mutex_lock(&j->mu);
-	if (seq > j->last) {
-		rc = -EINVAL;
-		goto out;
-	}
-	while (j->settled < seq || j->broken) {
-		if (!j->committing) {
-			if ((rc = commit(j)) < 0)
-				break;
-			continue;
-		}
-		gen = j->commit_gen;
-		while (j->commit_gen == gen) {
-			if (timeout_ms < 0) {
-				pthread_cond_wait(&j->cv, &j->mu);
-				continue;
-			}
-			w = pthread_cond_timedwait(&j->cv, &j->mu, &dl);
-			if (w == ETIMEDOUT && j->commit_gen == gen) {
-				rc = -ETIMEDOUT;
-				goto out;
-			}
-		}
-	}
-out:
-	pthread_mutex_unlock(&j->mu);
-	return rc;
+	return wait_for_seq(j, seq, timeout_ms, false);
 }
 
 /* ---- usage ---- */
