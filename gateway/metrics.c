@@ -284,14 +284,6 @@ gw_metrics_tunnel_relayed(const uint64_t bytes[GW_RELAY__COUNT])
 			atomic_fetch_add_explicit(&relay_bytes[m], bytes[m], memory_order_relaxed);
 }
 
-uint64_t
-gw_metrics_tunnel_relay_bytes(enum gw_relay_mode mode)
-{
-	if ((unsigned)mode >= GW_RELAY__COUNT)
-		return 0;
-	return atomic_load_explicit(&relay_bytes[mode], memory_order_relaxed);
-}
-
 /* ---- the process ------------------------------------------------------ */
 
 static struct timespec start_time;

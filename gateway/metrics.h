@@ -101,8 +101,6 @@ enum gw_relay_mode {
 /* Bytes delivered (either direction) by each path, counted as they go,
  * from gw_tunnel_run(). Any thread; zeros are free. */
 void gw_metrics_tunnel_relayed(const uint64_t bytes[GW_RELAY__COUNT]);
-/* The count so far for one path, for tests. */
-uint64_t gw_metrics_tunnel_relay_bytes(enum gw_relay_mode mode);
 
 /* Appends every gateway family: sluice_door_decisions_total (non-zero
  * series only), sluice_tunnels_active, sluice_tunnels_total,

@@ -281,7 +281,7 @@ scan_fd(int fd, scan_fn fn, pool_journal_bad_fn bad_fn, void *arg, struct pool_j
 			if (!st->garbage++)
 				st->garbage_offset = bad_off;
 			if (bad_fn)
-				bad_fn(arg, bad_off, bad_len, st->last_seq);
+				bad_fn(arg, bad_off);
 			bad = false;
 		}
 		if (!nl) {

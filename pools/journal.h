@@ -58,8 +58,8 @@ struct pool_journal_stats {
 };
 
 /* Called for each garbage line (not the torn last line) with its offset,
- * its length and the highest seq delivered before it (0: none). */
-typedef void (*pool_journal_bad_fn)(void *arg, uint64_t offset, uint64_t len, uint64_t prev_seq);
+ * in file order among the events. */
+typedef void (*pool_journal_bad_fn)(void *arg, uint64_t offset);
 
 /* The file layer the journal uses: the system calls by default; tests give
  * a fake one that fails where they want (pool_journal_set_io). Each

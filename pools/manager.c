@@ -1091,12 +1091,10 @@ struct restore {
 
 /* Garbage in the middle of the journal (not a torn tail). */
 static void
-restore_bad(void *arg, uint64_t off, uint64_t len, uint64_t prev_seq)
+restore_bad(void *arg, uint64_t off)
 {
 	struct restore *r = arg;
 
-	(void)len;
-	(void)prev_seq;
 	if (!r->bad_pending && !r->bad_lines)
 		r->bad_first_off = off;
 	r->bad_pending = true;

@@ -381,6 +381,34 @@ test_open_cuts_torn_last_line(void **state)
 	free(l3);
 }
 
+/* Events and garbage lines as the reader reports them, in order. */
+struct order {
+	char text[256];
+	uint64_t off[8];
+	size_t nbad;
+};
+
+static void
+order_ev(void *arg, const json_t *ev, uint64_t seq)
+{
+	struct order *o = arg;
+	size_t n = strlen(o->text);
+
+	(void)ev;
+	snprintf(o->text + n, sizeof(o->text) - n, "e%llu ", (unsigned long long)seq);
+}
+
+static void
+order_bad(void *arg, uint64_t off)
+{
+	struct order *o = arg;
+	size_t n = strlen(o->text);
+
+	snprintf(o->text + n, sizeof(o->text) - n, "bad ");
+	if (o->nbad < 8)
+		o->off[o->nbad++] = off;
+}
+
 static void
 test_open_garbage_middle_kept(void **state)
 {
@@ -404,6 +432,22 @@ test_open_garbage_middle_kept(void **state)
 	assert_int_equal(pool_journal_last(j), 7);
 	assert_int_equal(pool_journal_append(j, ev_new("x", 0, 0)), 8);
 	pool_journal_close(j);
+	/* the reader names each garbage line, in file order among the
+	 * events: after seq 1, after seq 2 (twice) */
+	{
+		struct order o = { 0 };
+		struct pool_journal_stats st;
+		size_t o1 = strlen(l1), o2 = o1 + 5 + strlen(l2);
+
+		assert_int_equal(pool_journal_read_ex(at("mid"), order_ev, order_bad, &o, &st, err,
+						      sizeof(err)),
+				 0);
+		assert_string_equal(o.text, "e1 bad e2 bad bad e7 e8 ");
+		assert_int_equal(o.off[0], o1);
+		assert_int_equal(o.off[1], o2);
+		assert_int_equal(o.off[2], o2 + 3);
+		assert_int_equal(st.garbage_offset, o1);
+	}
 	free(l1);
 	free(l2);
 	free(l7);
