@@ -33,6 +33,8 @@
 # shellcheck disable=SC2016 # the checks' single-quoted expressions are eval'd later
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/e2e/holder_lib.sh
+. "$(dirname "$0")/holder_lib.sh"
 
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
@@ -53,19 +55,9 @@ OTHER="other-$RANDOM$RANDOM"
 
 # The mount namespaces' holders and the daemons' configurations, for the
 # final teardown: "HOLDER_PID CONFIG_WITH_TEARDOWN DATA_DIR".
-HOLDERS=()
 TEARDOWNS=()
 TORN_DOWN=
 LOGS=()
-
-# untrack PID: a process that was waited for leaves the trap's list (its
-# pid may be reused by then).
-untrack() {
-	local -a keep=()
-	local p
-	for p in "${E2E_PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
-	E2E_PIDS=("${keep[@]}")
-}
 
 # mkconf FILE DATA_DIR FLEET SOCKET TEARDOWN CA_PREFIX
 mkconf() {
@@ -104,43 +96,6 @@ certs: { ca_cert: $6.pem, ca_key: $6.key }
 YAML
 }
 
-# holder_start VAR SETUP: a process in the test's network namespace and in
-# a new private mount namespace whose /run is a tmpfs, after SETUP (more
-# shell, run there). Its pid in VAR (not a subshell: it is tracked).
-holder_start() {
-	local -n _h_out=$1
-	local h
-	nsenter --net="/run/netns/$gw" unshare -m --propagation private \
-		sh -c "mount -t tmpfs sl-e2e-run /run && $2 exec sleep 900" &
-	h=$!
-	HOLDERS+=("$h")
-	for _ in $(seq 100); do
-		[ "$(cat "/proc/$h/comm" 2>/dev/null)" = sleep ] && { _h_out=$h; return 0; }
-		kill -0 "$h" 2>/dev/null || break
-		sleep 0.05
-	done
-	_h_out=$h
-	return 1
-}
-
-# daemon_in HOLDER CONFIG LOG: starts sluiced in the holder's namespaces;
-# its pid (nsenter execs it) in DPID.
-DPID=
-daemon_in() {
-	nsenter -t "$1" -m -n "$SLUICED" --config "$2" 2>>"$3" &
-	DPID=$!
-	track "$DPID"
-}
-# started PID LOG [SECONDS]: that daemon logged its start.
-started() {
-	local i
-	for ((i = 0; i < ${3:-30} * 20; i++)); do
-		grep -Eq "sluiced [0-9.]+ started \(pid $1," "$2" 2>/dev/null && return 0
-		kill -0 "$1" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
-}
 # stop_daemon PID [SECONDS]: SIGTERM, wait; the exit code in RC.
 RC=
 stop_daemon() {
@@ -295,7 +250,7 @@ LOGS+=("$LOG")
 mkconf "$E2E_TMP/crash.yaml" "$DATA" "$FLEET" "$SOCK" false "$E2E_TMP/ca1"
 mkconf "$E2E_TMP/crash-end.yaml" "$DATA" "$FLEET" "$SOCK" true "$E2E_TMP/ca1"
 H1=''
-holder_start H1 "" || { fail "the mount namespace holder starts"; finish; }
+holder_start H1 "$gw" "" || { fail "the mount namespace holder starts"; finish; }
 TEARDOWNS+=("$H1 $E2E_TMP/crash-end.yaml $DATA $LOG")
 # The fleet namespace as seen from the holder's mount namespace.
 FLEETNS=/proc/$H1/root/run/netns/$FLEET
@@ -767,7 +722,7 @@ mkconf "$E2E_TMP/full-end.yaml" "$D3" "$FLEET3" "$SOCK3" true "$E2E_TMP/ca3"
 # the state file's room only (and a release, which removes a sandbox's
 # record, frees none of it).
 H3=''
-holder_start H3 "mount -t tmpfs -o size=2m,mode=0700 sl-e2e-data '$D3' &&
+holder_start H3 "$gw" "mount -t tmpfs -o size=2m,mode=0700 sl-e2e-data '$D3' &&
 	mkdir '$D3/templates' '$D3/sandboxes' && mount --bind '$TPL3' '$D3/templates' &&
 	mount --bind '$SBX3' '$D3/sandboxes' &&" || { fail "the second holder starts"; finish; }
 TEARDOWNS+=("$H3 $E2E_TMP/full-end.yaml $D3 $LOG3")

@@ -40,6 +40,8 @@
 # shellcheck disable=SC2016,SC2034 # the checks' single-quoted expressions (and their variables) are eval'd later
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/e2e/holder_lib.sh
+. "$(dirname "$0")/holder_lib.sh"
 
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
@@ -54,18 +56,9 @@ ACME="acme-$RANDOM$RANDOM"
 OTHER="other-$RANDOM$RANDOM"
 SECRET="tenant-a-secret-$RANDOM$RANDOM"
 
-HOLDERS=()
 LOGS=()
 DATAS=()
 CLEANED=
-
-# untrack PID: a process that was waited for leaves the trap's list.
-untrack() {
-	local -a keep=()
-	local p
-	for p in "${E2E_PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
-	E2E_PIDS=("${keep[@]}")
-}
 
 # The end: every sandbox a log names is ended through its cgroups, then
 # the holders go (with their mount namespaces: /run, the tmpfs data_dir,
@@ -135,46 +128,6 @@ certs: { ca_cert: $E2E_TMP/ca-$tag.pem, ca_key: $E2E_TMP/ca-$tag.key }
 YAML
 }
 
-# holder_start VAR NETNS SETUP: a process in the network namespace NETNS
-# and in a new private mount namespace whose /run is a tmpfs, after SETUP
-# (more shell, run there). Its pid in VAR (tracked).
-holder_start() {
-	local -n _h_out=$1
-	local h
-	nsenter --net="/run/netns/$2" unshare -m --propagation private \
-		sh -c "mount -t tmpfs sl-e2e-run /run && $3 exec sleep 900" &
-	h=$!
-	HOLDERS+=("$h")
-	track "$h"
-	_h_out=$h
-	for _ in $(seq 100); do
-		[ "$(cat "/proc/$h/comm" 2>/dev/null)" = sleep ] && return 0
-		kill -0 "$h" 2>/dev/null || break
-		sleep 0.05
-	done
-	return 1
-}
-
-# daemon_in HOLDER CONFIG LOG [VAR=VALUE...]: sluiced in the holder's
-# namespaces, with these variables in its environment; its pid in DPID.
-DPID=
-daemon_in() {
-	local h=$1 conf=$2 log=$3
-	shift 3
-	nsenter -t "$h" -m -n env "$@" "$SLUICED" --config "$conf" 2>>"$log" &
-	DPID=$!
-	track "$DPID"
-}
-# started PID LOG [SECONDS]: that daemon logged its start.
-started() {
-	local i
-	for ((i = 0; i < ${3:-30} * 20; i++)); do
-		grep -Eq "sluiced [0-9.]+ started \(pid $1," "$2" 2>/dev/null && return 0
-		kill -0 "$1" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
-}
 # exited PID [SECONDS]: the process ended by itself; its exit code in RC
 # (empty, and the process killed, if it did not).
 RC=

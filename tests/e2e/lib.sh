@@ -127,8 +127,11 @@ print(r if isinstance(r, str) else json.dumps(r))' "$1" <<<"$B"
 # track PID: end this process on exit.
 track() {
 	E2E_PIDS+=("$1")
-	echo "$1 $(pstart "$1")" >>"$E2E_TMP/.guard/pids"
+	guard_pid "$1"
 }
+# guard_pid PID: only the guard ends it (a test that ends it itself, in its
+# own order, on the normal paths).
+guard_pid() { echo "$1 $(pstart "$1")" >>"$E2E_TMP/.guard/pids"; }
 
 pass() { E2E_PASSES=$((E2E_PASSES + 1)); printf 'ok   %s\n' "$*"; }
 fail() { E2E_FAILS=$((E2E_FAILS + 1)); printf 'FAIL %s\n' "$*"; }
