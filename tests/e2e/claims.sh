@@ -485,8 +485,13 @@ for _ in $(seq 300); do
 	sleep 0.1
 done
 check "SIGTERM: the daemon exits 0 (rc ${rc:-still running after 30 s})" test "$rc" = 0
+# The sandboxes the log names as started: not an empty list, which would
+# make the check below pass without looking at anything (S1 is among them).
+ids=$(grep -oE 'sandbox sbx-[0-9a-f]+: started' "$LOG" | cut -d' ' -f2 | tr -d : | sort -u | tr '\n' ' ') || true
+check "the log names this test's sandboxes ($(wc -w <<<"$ids") started, S1 ${S1:-unknown} among them)" \
+	eval '[ -n "${S1:-}" ] && [[ " $ids " == *" $S1 "* ]]'
 left=
-for id in $(grep -oE 'sandbox sbx-[0-9a-f]+: started' "$LOG" | cut -d' ' -f2 | tr -d : | sort -u); do
+for id in $ids; do
 	[ -n "$(cg_pids "$id")" ] && left="$left $id"
 done
 check "no sandbox of this test has a process left (${left:-none})" test -z "$left"

@@ -262,8 +262,13 @@ else
 	fail "the teardown daemon starts"
 	dump_log
 fi
+# The sandboxes the log names as started: not an empty list, which would
+# make the check below pass without looking at anything (C1 is among them).
+ids=$(grep -oE 'sandbox sbx-[0-9a-f]+: started' "$LOG" | cut -d' ' -f2 | tr -d : | sort -u | tr '\n' ' ') || true
+check "the log names this test's sandboxes ($(wc -w <<<"$ids") started, C1 ${C1:-unknown} among them)" \
+	eval '[ -n "${C1:-}" ] && [[ " $ids " == *" $C1 "* ]]'
 left=
-for id in $(grep -oE 'sandbox sbx-[0-9a-f]+: started' "$LOG" | cut -d' ' -f2 | tr -d : | sort -u); do
+for id in $ids; do
 	[ -n "$(cg_pids "$id")" ] && left="$left $id"
 done
 check "no sandbox of this test has a process left (${left:-none})" test -z "$left"
