@@ -54,14 +54,39 @@ header() { grep -iq "^$1" "$HDR"; }
 quiet() { "$@" >/dev/null 2>&1; }
 
 # The link name of an address in the fleet: slv + the address in hex.
+# Fails (prints nothing) unless the address is a dotted IPv4 address.
 ifname_of() {
-	local IFS=.
-	# shellcheck disable=SC2086
-	set -- $1
-	printf 'slv%02x%02x%02x%02x' "$1" "$2" "$3" "$4"
+	local re='^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$'
+	if ! [[ $1 =~ $re ]] || ((10#${BASH_REMATCH[1]} > 255 || 10#${BASH_REMATCH[2]} > 255 ||
+		10#${BASH_REMATCH[3]} > 255 || 10#${BASH_REMATCH[4]} > 255)); then
+		echo "    not an IPv4 address: '$1'" >&2
+		return 1
+	fi
+	printf 'slv%02x%02x%02x%02x' "$((10#${BASH_REMATCH[1]}))" "$((10#${BASH_REMATCH[2]}))" \
+		"$((10#${BASH_REMATCH[3]}))" "$((10#${BASH_REMATCH[4]}))"
 }
-link_gone() { ! ip -n "$FLEET" link show "$(ifname_of "$1")" >/dev/null 2>&1; }
-slv_links() { ip -n "$FLEET" -o link show 2>/dev/null | grep -c ': slv' || true; }
+# link_gone ADDR: the fleet's namespace exists and the address's link is
+# not in it (a bad address or a missing namespace is no evidence: fails).
+link_gone() {
+	local n
+	n=$(ifname_of "$1") || return 1
+	[ -e "/run/netns/$FLEET" ] || { echo "    no namespace /run/netns/$FLEET" >&2; return 1; }
+	! ip -n "$FLEET" link show dev "$n" >/dev/null 2>&1
+}
+# link_there ADDR: the address's link is in the fleet's namespace.
+link_there() {
+	local n
+	n=$(ifname_of "$1") || return 1
+	ip -n "$FLEET" link show dev "$n" >/dev/null 2>&1 && return 0
+	echo "    no link $n in $FLEET" >&2
+	return 1
+}
+# The number of slv links in the fleet; fails if they cannot be listed.
+slv_links() {
+	local o
+	o=$(ip -n "$FLEET" -o link show) || return 1
+	grep -c ': slv' <<<"$o" || true
+}
 
 # A sandbox's cgroup directories (one per v1 hierarchy, or one on v2),
 # found by its id only, and the processes in them.

@@ -102,7 +102,7 @@ claim unix "" '{"pool":"p","env":{"FOO":"bar"}}'
 A=$ID A_ADDR=$ADDR
 check "a warm claim: 201, tier warm" eval 'status 201 && is "d[\"tier\"]" warm'
 claim unix "" '{"pool":"p"}'
-B2=$ID
+B2=$ID B2_ADDR=$ADDR
 check "a second claim: 201" status 201
 
 # --- exec -----------------------------------------------------------------------
@@ -143,13 +143,21 @@ x "$A" '{"argv":["sh","-c","echo $(( $(date +%s) / 60 ))"]}'
 check "the guest's clock is the host's (to the minute)" \
 	eval 'g=$(j "d[\"stdout\"].strip()"); h=$(( $(date +%s) / 60 )); [ "$g" -ge $((h - 1)) ] && [ "$g" -le $((h + 1)) ]'
 x "$A" '{"argv":["sh","-c","head -c 32 /dev/urandom | od -An -tx1 | tr -d \" \\n\""]}'
-RA=$(j 'd["stdout"]')
+SA=$ST RA=$(j 'd["stdout"]')
 x "$B2" '{"argv":["sh","-c","head -c 32 /dev/urandom | od -An -tx1 | tr -d \" \\n\""]}'
-RB=$(j 'd["stdout"]')
-check "two sandboxes draw different random bytes" eval '[ ${#RA} = 64 ] && [ "$RA" != "$RB" ]'
+SB=$ST RB=$(j 'd["stdout"]')
+check "two sandboxes draw different random bytes (status $SA, $SB: ${RA:0:16}... ${RB:0:16}...)" \
+	eval '[ "$SA" = 200 ] && [ "$SB" = 200 ] && [[ $RA =~ ^[0-9a-f]{64}$ ]] && [[ $RB =~ ^[0-9a-f]{64}$ ]] && [ "$RA" != "$RB" ]'
 x "$A" '{"argv":["sh","-c","echo x > /usr/sluice-test"]}'
+WST=$ST WRC=$(j 'd["exit_code"]')
+check "a write to /usr in one sandbox runs (status $WST, exit $WRC)" \
+	eval '[ "$WST" = 200 ] && [[ $WRC =~ ^[0-9]+$ ]]'
+if [ "$WRC" = 0 ]; then
+	x "$A" '{"argv":["test","-e","/usr/sluice-test"]}'
+	check "... it wrote: /usr/sluice-test is there in that sandbox" eval 'status 200 && is "d[\"exit_code\"]" 0'
+fi
 check "the template is read-only or private: a write to /usr stays in this sandbox" \
-	eval 'x "$B2" "{\"argv\":[\"test\",\"!\",\"-e\",\"/usr/sluice-test\"]}"; is "d[\"exit_code\"]" 0'
+	eval 'x "$B2" "{\"argv\":[\"test\",\"!\",\"-e\",\"/usr/sluice-test\"]}"; status 200 && is "d[\"exit_code\"]" 0'
 
 # Guest root killing the agent (the command's parent): a VM's PID 1 starts
 # it again; a namespace's PID 1 cannot be killed from inside. Either way
@@ -247,16 +255,28 @@ for sig in TERM KILL; do
 	check "the pool is warm again" wait_warm p 1 120
 done
 claim unix "" '{"pool":"p"}'
-C=$ID
+C=$ID C_ADDR=$ADDR
 check "a claim after the restart: 201" status 201
 x "$C" '{"argv":["hostname"]}'
 check "it runs commands" out_is "$C"
 
 # --- release ------------------------------------------------------------------------
+# Each one's cgroups and link are shown there first: their absence after
+# is evidence only then.
 for id in "$A" "$B2" "$C"; do
+	case $id in
+	"$A") addr=$A_ADDR ;;
+	"$B2") addr=$B2_ADDR ;;
+	*) addr=$C_ADDR ;;
+	esac
+	ifn=$(ifname_of "$addr") || ifn=
+	check "$id's cgroups are found" test -n "$(cg_dirs "$id")"
+	check "its link (${ifn:-bad address '$addr'}) is in the fleet" \
+		eval '[ -n "$ifn" ] && ip -n "$FLEET" link show dev "$ifn" >/dev/null'
 	op DELETE "/v1/sandboxes/$id"
 	check "release $id" is 'd["result"]' released
 	check "its cgroups are gone" test -z "$(cg_dirs "$id")"
+	check "its link is gone, from the fleet's namespace that is still there" \
+		eval '[ -n "$ifn" ] && ! ip -n "$FLEET" link show dev "$ifn" >/dev/null 2>&1 && [ -e "/run/netns/$FLEET" ]'
 done
-check "its link is gone" eval '! ip -n "$FLEET" -o link show | grep -q "$(printf "slv%02x%02x%02x%02x" ${A_ADDR//./ })"'
 finish
