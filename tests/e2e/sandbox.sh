@@ -22,7 +22,7 @@ quiet() { "$@" >/dev/null 2>&1; }
 # Mounts in the host's table, but for other tests' `ip netns` mounts
 # (tests may run side by side; ours are made before the count).
 host_mounts() { grep -v ' /run/netns/' /proc/self/mountinfo | grep -c .; }
-cg_left() { find /sys/fs/cgroup -maxdepth 6 -type d -name "$ID*" 2>/dev/null | wc -l; }
+cg_left() { find /sys/fs/cgroup -maxdepth 8 -type d -name "$ID*" 2>/dev/null | wc -l; }
 # until_ok SECONDS COMMAND...: polls COMMAND until it succeeds. The bound
 # is a safety net against a hang, not an assertion about time.
 until_ok() {
@@ -81,12 +81,17 @@ out=$(run -t host -- python3 -c 'print(6*7)')
 check "host: python3 runs" [ "$out" = 42 ]
 check "host: git runs" quiet run -t host -- git --version
 check "host: curl runs" quiet run -t host -- curl --version
+# The guest ran (it says so first) and touch failed for the reason
+# expected, EROFS, not for any other.
 set +e
-run -t host -- sh -c 'touch /usr/bin/sl-evil' 2>/dev/null
+run -t host -- sh -c 'echo ran; touch /usr/bin/sl-evil' >"$E2E_TMP/out" 2>&1
 rc=$?
 set -e
-check "host: /usr is read-only" [ $rc != 0 ]
-check "host: nothing was written to /usr" [ ! -e /usr/bin/sl-evil ]
+check "host: /usr is read-only: EROFS (status $rc)" \
+	eval '[ $rc = 1 ] && says "$E2E_TMP/out" "^ran$" &&
+		says "$E2E_TMP/out" "sl-evil.*Read-only file system"'
+check "host: nothing was written to /usr (by a guest that ran)" \
+	eval 'says "$E2E_TMP/out" "^ran$" && [ ! -e /usr/bin/sl-evil ]'
 
 # ---- what the guest sees ---------------------------------------------
 sleep 300 &
@@ -259,6 +264,16 @@ term_pending() {
 	return 1
 }
 cg_dirs() { find /sys/fs/cgroup -maxdepth 8 -type d -path "*/$CGP/$1" 2>/dev/null | wc -l; }
+# present ID: while the sandbox runs, the cgroup directories and the state
+# directory the "nothing left" checks below look for are there (so those
+# checks are shown to find them when they exist).
+present() {
+	local n
+	n=$(cg_dirs "$1")
+	[ "$n" -ge 1 ] && [ -d "$DSTATE/$1" ] && return 0
+	echo "    $1: $n cgroup directories under $CGP, state: $(ls -A "$DSTATE" 2>&1 | tr '\n' ' ')" >&2
+	return 1
+}
 jget() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$@"; }
 gone_within() { # gone_within ID SECONDS: no process left in its cgroup
 	local i
@@ -279,6 +294,7 @@ check "detach: the sandbox runs after sluice-sandbox exited (pid $p1)" \
 	bash -c "kill -0 $p1 && [ \$(grep -lE '/${D}1\$' /proc/$p1/cgroup | wc -l) = 1 ]"
 check "detach: its PID 1 leads its own session (no terminal signal reaches it)" \
 	[ "$(ps -o sid= -p "$p1" | tr -d ' ')" = "$p1" ]
+check "detach: its cgroup and state directories are there" present "${D}1"
 out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- echo hi)
 check "adopt: echo hi runs in it ($out)" [ "$out" = hi ]
 out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- sh -c 'echo again; ls /run/sluice')
@@ -330,6 +346,7 @@ except OSError as e:
 PY
 drun -t host --id "${D}2" --detach >"$E2E_TMP/d2.json"
 p2=$(jget "$E2E_TMP/d2.json" pid)
+check "(d2 detached: its cgroup and state directories are there)" present "${D}2"
 out=$(drun --adopt "$E2E_TMP/d2.json" --keep --put "$E2E_TMP/guest.py:/guest.py" -- \
 	python3 /guest.py)
 check "guest connecting to the agent while the host is there: refused ($out)" [ "$out" = closed ]
@@ -378,7 +395,8 @@ check "... and the sandbox was left running" kill -0 "$p2"
 drun --adopt "$E2E_TMP/d1.json"
 check "adopt + stop: no process left in its cgroup" gone_within "${D}1" 5
 check "adopt + stop: no cgroup directory left" [ "$(cg_dirs "${D}1")" = 0 ]
-check "adopt + stop: no state directory left" [ ! -e "$DSTATE/${D}1" ]
+check "adopt + stop: no state directory left (the others' still there)" \
+	eval '[ -d "$DSTATE/${D}2" ] && [ ! -e "$DSTATE/${D}1" ]'
 set +e
 drun --adopt "$E2E_TMP/d1.json" 2>/dev/null
 rc=$?
@@ -394,31 +412,61 @@ check "forget of a running sandbox: refused, exit 123 ($rc)" [ $rc = 123 ]
 # A link: an adopted sandbox's stop deletes its peer too.
 drun --id "${D}5" --netns "$NS" --peer sbxe2e5 --addr 10.88.5.7/24 --detach >"$E2E_TMP/d5.json"
 check "detach with a link: the peer is up" quiet ip -n "$NS" link show sbxe2e5
+check "(d5 detached: its cgroup and state directories are there)" present "${D}5"
 out=$(drun --adopt "$E2E_TMP/d5.json" -- ip -o -4 addr show eth0)
 check "adopt + stop with a link: the guest kept its address" grep -q 10.88.5.7 <<<"$out"
 check "adopt + stop with a link: the peer is gone" bash -c "! ip -n $NS link show sbxe2e5 2>/dev/null"
+check "adopt + stop with a link: its cgroup and state directories are gone" \
+	eval '[ -d "$DSTATE" ] && [ "$(cg_dirs "${D}5")" = 0 ] && [ ! -e "$DSTATE/${D}5" ]'
 
 # Sweep: of two more detached sandboxes, keep one (and d2): the other ends.
 drun --id "${D}3" --detach >"$E2E_TMP/d3.json"
 drun --id "${D}4" --detach >"$E2E_TMP/d4.json"
 p4=$(jget "$E2E_TMP/d4.json" pid)
+check "(d3 and d4 detached: their cgroup and state directories are there)" \
+	eval 'present "${D}3" && present "${D}4"'
 n=$(drun --sweep --keep-id "${D}3" --keep-id "${D}2")
 check "sweep --keep-id: ended exactly one ($n)" [ "$n" = 1 ]
 check "sweep: the other one's processes are gone" gone_within "${D}4" 5
 check "sweep: ... its cgroups and state too" \
-	bash -c "[ \$(find /sys/fs/cgroup -maxdepth 8 -type d -path '*/$CGP/${D}4' | wc -l) = 0 ] && [ ! -e '$DSTATE/${D}4' ]"
+	bash -c "[ \$(find /sys/fs/cgroup -maxdepth 8 -type d -path '*/$CGP/${D}4' | wc -l) = 0 ] &&
+		 [ -d '$DSTATE/${D}3' ] && [ ! -e '$DSTATE/${D}4' ]"
 out=$(drun --adopt "$E2E_TMP/d3.json" --keep -- echo kept)
 check "sweep: the kept one still runs ($out)" [ "$out" = kept ]
 check "sweep: d2 was kept too" kill -0 "$p2"
+# The patterns of the "nothing left" checks below, shown to find d2 and
+# d3 while they run.
+check "(while d2 and d3 run, the checks below see them: processes, state, cgroups)" \
+	bash -c "[ \$(grep -lE '/${D}[0-9]\$' /proc/[0-9]*/cgroup 2>/dev/null | wc -l) -ge 2 ] &&
+		 [ -d '$DSTATE' ] && [ -n \"\$(ls -A '$DSTATE')\" ] &&
+		 [ \$(find /sys/fs/cgroup -maxdepth 8 -type d -path '*/$CGP*' | wc -l) -ge 2 ]"
 drun --adopt "$E2E_TMP/d3.json"
 drun --adopt "$E2E_TMP/d2.json"
 check "durability: nothing left (processes)" \
 	bash -c "[ \$(grep -lE '/${D}[0-9]\$' /proc/[0-9]*/cgroup 2>/dev/null | wc -l) = 0 ]"
 check "durability: nothing left (state, cgroups)" \
-	bash -c "[ -z \"\$(ls -A '$DSTATE')\" ] && [ \$(find /sys/fs/cgroup -maxdepth 8 -type d -path '*/$CGP*' | wc -l) = 0 ]"
+	bash -c "[ -d '$DSTATE' ] && [ -z \"\$(ls -A '$DSTATE')\" ] && [ \$(find /sys/fs/cgroup -maxdepth 8 -type d -path '*/$CGP*' | wc -l) = 0 ]"
 
 # ---- 100 start/stop cycles --------------------------------------------
 mounts_before=$(host_mounts)
+# First, one sandbox made as the cycles make theirs (same id, same link),
+# left running: each "nothing left" check below is shown to see it while
+# it is there. (Not through run: $! must be sluice-sandbox itself, whose
+# SIGTERM stops its sandbox.) The host's own mount table is the exception:
+# a sandbox's mounts are in its own namespace, so nothing of it is ever
+# expected there.
+"${RUN[@]}" --netns "$NS" --peer sbxe2e0 -- sleep 120 >/dev/null 2>&1 &
+CTLJOB=$!
+track $CTLJOB
+guest_mounts() { grep -l "$STATE" /proc/[0-9]*/mountinfo 2>/dev/null | wc -l; }
+running_seen() {
+	[ "$(procs_left)" -ge 1 ] && [ "$(cg_left)" -ge 1 ] && [ "$(guest_mounts)" -ge 1 ] &&
+		[ -d "$STATE" ] && [ -n "$(ls -A "$STATE")" ] && [ "$(ip -n "$NS" -o link | wc -l)" = 2 ]
+}
+check "(a running sandbox is seen: processes, cgroups, guest mounts, state, link)" until_ok 30 running_seen
+echo "    seen: $(procs_left) processes, $(cg_left) cgroup directories, $(guest_mounts) guest mount tables"
+kill $CTLJOB
+wait $CTLJOB 2>/dev/null || true
 t0=$(date +%s%N)
 lat=$(run --netns "$NS" --peer sbxe2e0 --repeat 100 -- true 2>&1 | tail -n 1)
 t1=$(date +%s%N)
@@ -429,12 +477,11 @@ check "100 cycles: no cgroup directory left" [ "$(cg_left)" = 0 ]
 check "100 cycles: no mount left" [ "$(host_mounts)" = "$mounts_before" ]
 check "100 cycles: no overlay of ours in the host's mount table" \
 	bash -c "! grep -q '$STATE' /proc/self/mountinfo"
-check "100 cycles: no state left" [ -z "$(ls -A "$STATE")" ]
+check "100 cycles: no state left" eval '[ -d "$STATE" ] && [ -z "$(ls -A "$STATE")" ]'
 check "100 cycles: no link left in the peer namespace" \
 	[ "$(ip -n "$NS" -o link | wc -l)" = 1 ]
 # A surviving guest process would still see its overlay, named by our
 # state directory, in its mountinfo.
-check "100 cycles: no guest process left" \
-	[ "$(grep -l "$STATE" /proc/[0-9]*/mountinfo 2>/dev/null | wc -l)" = 0 ]
+check "100 cycles: no guest process left" [ "$(guest_mounts)" = 0 ]
 
 finish
