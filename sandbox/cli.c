@@ -216,22 +216,49 @@ run_placeholder(int fd, char **argv, int argc, int *status)
 static int
 drive(struct sbx_agent_conn *c, const bool *done)
 {
+	sigset_t block, old;
+	int rc = 0;
+
+	/* SIGINT/SIGTERM/SIGHUP end the run (the caller stops the sandbox
+	 * rather than wait for its command): blocked but while ppoll waits,
+	 * so that one arriving between the check and the wait is not missed. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &old);
 	while (!*done) {
 		struct pollfd p = {.fd = sbx_agent_fd_of(c)};
+		struct timespec ts, *tp = NULL;
 		int64_t dl, now;
-		int rc, to = -1;
 
+		if (stopping) {
+			rc = -EINTR;
+			break;
+		}
 		p.events = sbx_agent_want(c, &dl);
 		now = sbx_agent_now_ms();
-		if (dl >= 0)
-			to = dl <= now ? 0 : (int)(dl - now);
-		if (poll(&p, 1, to) < 0 && errno != EINTR)
-			return -errno;
+		if (dl >= 0) {
+			int64_t ms = dl <= now ? 0 : dl - now;
+
+			ts.tv_sec = ms / 1000;
+			ts.tv_nsec = (ms % 1000) * 1000000;
+			tp = &ts;
+		}
+		if (ppoll(&p, 1, tp, &old) < 0) {
+			if (errno != EINTR) {
+				rc = -errno;
+				break;
+			}
+			continue;
+		}
 		rc = sbx_agent_process(c, p.revents, sbx_agent_now_ms());
 		if (rc < 0 && !*done)
-			return rc;
+			break;
+		rc = 0;
 	}
-	return 0;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }
 
 struct ping_state {
@@ -254,12 +281,16 @@ static int
 ping_sync(struct sbx_agent_conn *c, int timeout_ms)
 {
 	struct ping_state p = {0};
+	struct sbx_agent_call *k;
 	int rc;
 
-	if (!sbx_agent_hello(c, true, sbx_agent_now_ms() + timeout_ms, ping_cb, &p, &rc))
+	if (!(k = sbx_agent_hello(c, true, sbx_agent_now_ms() + timeout_ms, ping_cb, &p, &rc)))
 		return rc;
-	if ((rc = drive(c, &p.done)) < 0)
+	if ((rc = drive(c, &p.done)) < 0) {
+		if (!p.done)
+			sbx_agent_call_cancel(k);       /* p is on this stack */
 		return rc;
+	}
 	return p.ok ? 0 : -EIO;
 }
 
@@ -328,6 +359,7 @@ exec_stream(struct sbx_agent_conn *c, const struct work *w, int *status)
 {
 	struct exec_state x = {.code = -1};
 	struct sbx_agent_call_opts o = {0};
+	struct sbx_agent_call *k;
 	char err[256];
 	json_t *j, *argv = json_array(), *env = json_object();
 	int64_t t0 = sbx_agent_now_ms();
@@ -353,13 +385,15 @@ exec_stream(struct sbx_agent_conn *c, const struct work *w, int *status)
 	/* The agent enforces the timeout; this is a backstop. */
 	if (w->timeout_ms > 0)
 		o.deadline_ms = t0 + w->timeout_ms + 10000;
-	if (!sbx_agent_call_start(c, j, &o, exec_cb, &x, &rc)) {
+	if (!(k = sbx_agent_call_start(c, j, &o, exec_cb, &x, &rc))) {
 		json_decref(j);
 		fprintf(stderr, "sluice-sandbox: exec: %s\n", strerror(-rc));
 		return rc;
 	}
 	json_decref(j);
 	rc = drive(c, &x.done);
+	if (rc < 0 && !x.done)
+		sbx_agent_call_cancel(k);       /* x is on this stack; the command is killed */
 	if (rc == 0)
 		rc = x.rc;
 	if (rc < 0) {

@@ -455,7 +455,7 @@ mounts_before=$(host_mounts)
 # SIGTERM stops its sandbox.) The host's own mount table is the exception:
 # a sandbox's mounts are in its own namespace, so nothing of it is ever
 # expected there.
-"${RUN[@]}" --netns "$NS" --peer sbxe2e0 -- sleep 120 >/dev/null 2>&1 &
+"${RUN[@]}" --netns "$NS" --peer sbxe2e0 -- sleep 120 >"$E2E_TMP/ctl.out" 2>&1 &
 CTLJOB=$!
 track $CTLJOB
 guest_mounts() { grep -l "$STATE" /proc/[0-9]*/mountinfo 2>/dev/null | wc -l; }
@@ -466,7 +466,11 @@ running_seen() {
 check "(a running sandbox is seen: processes, cgroups, guest mounts, state, link)" until_ok 30 running_seen
 echo "    seen: $(procs_left) processes, $(cg_left) cgroup directories, $(guest_mounts) guest mount tables"
 kill $CTLJOB
-wait $CTLJOB 2>/dev/null || true
+wait $CTLJOB && rc=0 || rc=$?
+# SIGTERM ends the run then and there: the sandbox is stopped, the
+# command (sleep 120) killed, not waited for.
+check "SIGTERM to sluice-sandbox stops its sandbox: exit 125, \"interrupted\" (rc $rc: $(tail -n 1 "$E2E_TMP/ctl.out"))" \
+	eval '[ "$rc" = 125 ] && grep -q "^sluice-sandbox: interrupted$" "$E2E_TMP/ctl.out"'
 t0=$(date +%s%N)
 lat=$(run --netns "$NS" --peer sbxe2e0 --repeat 100 -- true 2>&1 | tail -n 1)
 t1=$(date +%s%N)
