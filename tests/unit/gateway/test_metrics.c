@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "../../../gateway/metrics.c"
+#include "../../../gateway/core/metrics.c"
 
 #include "access.h"
 #include "tunnel.h"
