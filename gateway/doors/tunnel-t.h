@@ -16,13 +16,16 @@ enum gw_tunnel_side {
 	GW_TUNNEL_U2C,
 };
 
+struct gw_xprt;
+
 /* One direction: bytes read from `from` and written to `to`, through a
- * pipe with splice(2), or through `buf` when copying. Bytes already read
- * before the tunnel began (a request pipelined after CONNECT) are preloaded
- * into buf and sent first: splicing starts only once buf is empty. */
+ * pipe with splice(2) when both are bare sockets, or through `buf` when
+ * copying. Bytes already read before the tunnel began (a request pipelined
+ * after CONNECT) are preloaded into buf and sent first: splicing starts
+ * only once buf is empty. */
 struct gw_tunnel_dir {
-	int from;
-	int to;
+	struct gw_xprt *from;
+	struct gw_xprt *to;
 	int pipe[2];            /* -1 when copying */
 	bool may_splice;        /* switch to a pipe once the flow is bulk */
 	size_t in_pipe;
@@ -30,6 +33,7 @@ struct gw_tunnel_dir {
 	size_t start;
 	size_t end;
 	uint64_t bytes;         /* delivered to `to` */
+	uint64_t precounted;    /* of them, preloaded bytes the door counted */
 	bool eof;               /* `from` said EOF */
 	bool shut;              /* `to` was shut down for writing */
 	bool want_in;           /* blocked reading `from` */

@@ -9,6 +9,7 @@
 
 #include "metrics.h"
 #include "tunnel.h"
+#include "xprt.h"
 
 /* Each direction's pipe is grown to this (fewer splice calls per byte on
  * bulk transfers, at a bounded cost in pinned kernel memory per tunnel),
@@ -24,13 +25,14 @@
 #define SPLICE_AFTER (64 << 10)
 
 static void
-dir_init(struct gw_tunnel_dir *d, int from, int to, bool use_splice)
+dir_init(struct gw_tunnel_dir *d, struct gw_xprt *from, struct gw_xprt *to, bool use_splice)
 {
 	memset(d, 0, sizeof(*d));
 	d->from = from;
 	d->to = to;
 	d->pipe[0] = d->pipe[1] = -1;
-	d->may_splice = use_splice;
+	/* Only bytes no layer has to see may go around the transports. */
+	d->may_splice = use_splice && gw_xprt_raw_fd(from) >= 0 && gw_xprt_raw_fd(to) >= 0;
 }
 
 /* Makes the direction's pipe; on failure it copies for good. */
@@ -56,12 +58,13 @@ dir_unsplice(struct gw_tunnel_dir *d)
 }
 
 void
-gw_tunnel_init(struct gw_tunnel *t, int cfd, int ufd, bool use_splice)
+gw_tunnel_init(struct gw_tunnel *t, struct gw_xprt *client, struct gw_xprt *upstream,
+	       bool use_splice)
 {
 	memset(t, 0, sizeof(*t));
 	t->splice = use_splice;
-	dir_init(&t->dir[GW_TUNNEL_C2U], cfd, ufd, use_splice);
-	dir_init(&t->dir[GW_TUNNEL_U2C], ufd, cfd, use_splice);
+	dir_init(&t->dir[GW_TUNNEL_C2U], client, upstream, use_splice);
+	dir_init(&t->dir[GW_TUNNEL_U2C], upstream, client, use_splice);
 	gw_metrics_tunnel_start();
 }
 
@@ -74,7 +77,8 @@ dir_buf(struct gw_tunnel_dir *d)
 }
 
 int
-gw_tunnel_preload(struct gw_tunnel *t, enum gw_tunnel_side side, const char *p, size_t n)
+gw_tunnel_preload(struct gw_tunnel *t, enum gw_tunnel_side side, const char *p, size_t n,
+		  bool counted)
 {
 	struct gw_tunnel_dir *d = &t->dir[side];
 
@@ -86,7 +90,17 @@ gw_tunnel_preload(struct gw_tunnel *t, enum gw_tunnel_side side, const char *p, 
 		return -ENOSPC;
 	memcpy(d->buf + d->end, p, n);
 	d->end += n;
+	if (counted)
+		d->precounted += n;
 	return 0;
+}
+
+uint64_t
+gw_tunnel_bytes(const struct gw_tunnel *t, enum gw_tunnel_side side)
+{
+	const struct gw_tunnel_dir *d = &t->dir[side];
+
+	return d->bytes > d->precounted ? d->bytes - d->precounted : 0;
 }
 
 static enum gw_reason
@@ -121,15 +135,13 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 
 		/* 1. Bytes in user space go first, in order. */
 		if (d->start < d->end) {
-			n = send(d->to, d->buf + d->start, d->end - d->start, MSG_NOSIGNAL);
+			n = gw_xprt_send(d->to, d->buf + d->start, d->end - d->start);
 			if (n < 0) {
-				if (errno == EAGAIN || errno == EINTR) {
-					d->want_out = errno == EAGAIN;
-					if (d->want_out)
-						return moved;
-					continue;
+				if (n == -EAGAIN) {
+					d->want_out = true;
+					return moved;
 				}
-				t->reason = io_reason(errno, to_upstream);
+				t->reason = io_reason((int)-n, to_upstream);
 				return -1;
 			}
 			d->start += (size_t)n;
@@ -142,7 +154,7 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 		}
 		/* 2. Then bytes in the pipe. */
 		if (d->in_pipe) {
-			n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
+			n = splice(d->pipe[0], NULL, d->to->fd, NULL, d->in_pipe,
 				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (n < 0) {
 				if (errno == EAGAIN) {
@@ -163,7 +175,7 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 		/* 3. Everything read was delivered: pass EOF on. */
 		if (d->eof) {
 			if (!d->shut) {
-				shutdown(d->to, SHUT_WR);
+				gw_xprt_shutdown(d->to);
 				d->shut = true;
 			}
 			return moved;
@@ -172,7 +184,7 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 		if (d->may_splice && d->bytes >= SPLICE_AFTER)
 			dir_splice(d);
 		if (d->pipe[0] >= 0) {
-			n = splice(d->from, NULL, d->pipe[1], NULL, SPLICE_CHUNK,
+			n = splice(d->from->fd, NULL, d->pipe[1], NULL, SPLICE_CHUNK,
 				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (n < 0 && (errno == EINVAL || errno == ENOSYS)) {
 				/* This pair of fds cannot splice: copy. */
@@ -186,9 +198,11 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 				t->reason = GW_R_INTERNAL;
 				return -1;
 			}
-			n = recv(d->from, d->buf, GW_TUNNEL_BUF, 0);
+			n = gw_xprt_recv(d->from, d->buf, GW_TUNNEL_BUF);
 			if (n > 0)
 				d->end = (size_t)n;
+			else if (n < 0)
+				errno = (int)-n;
 		}
 		if (n == 0) {
 			d->eof = true;
@@ -227,13 +241,13 @@ gw_tunnel_run(struct gw_tunnel *t, uint32_t *cev, uint32_t *uev, bool *moved)
 	if (c2u->shut && u2c->shut)
 		return GW_TUNNEL_DONE;
 	if (c2u->want_in)
-		*cev |= EPOLLIN;
+		*cev |= gw_xprt_want(c2u->from, EPOLLIN);
 	if (u2c->want_out)
-		*cev |= EPOLLOUT;
+		*cev |= gw_xprt_want(u2c->to, EPOLLOUT);
 	if (u2c->want_in)
-		*uev |= EPOLLIN;
+		*uev |= gw_xprt_want(u2c->from, EPOLLIN);
 	if (c2u->want_out)
-		*uev |= EPOLLOUT;
+		*uev |= gw_xprt_want(c2u->to, EPOLLOUT);
 	return GW_TUNNEL_RUNNING;
 }
 

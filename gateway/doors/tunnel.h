@@ -8,16 +8,23 @@
 
 #include "tunnel-t.h"
 
-/* Sets t up between the client fd and the upstream fd (both non-blocking,
- * both borrowed). With use_splice, each direction gets a pipe for
- * splice(2); if pipes cannot be had, or splice is refused by the kernel
- * (EINVAL, ENOSYS) later, that direction copies instead. */
-void gw_tunnel_init(struct gw_tunnel *t, int cfd, int ufd, bool use_splice);
+/* Sets t up between the client's and the upstream's transports (both
+ * borrowed). With use_splice, and when both are bare sockets, each
+ * direction gets a pipe for splice(2) once it carries bulk; if pipes
+ * cannot be had, or splice is refused by the kernel (EINVAL, ENOSYS), that
+ * direction copies instead. */
+void gw_tunnel_init(struct gw_tunnel *t, struct gw_xprt *client, struct gw_xprt *upstream,
+		    bool use_splice);
 
 /* Queues n bytes to be written in direction `side` before anything read
- * later. 0 or -ENOMEM/-ENOSPC (over GW_TUNNEL_BUF). */
+ * later. `counted`: the door has counted them already (in its access
+ * line's bytes), so gw_tunnel_bytes() leaves them out. 0 or
+ * -ENOMEM/-ENOSPC (over GW_TUNNEL_BUF). */
 int gw_tunnel_preload(struct gw_tunnel *t, enum gw_tunnel_side side,
-		      const char *p, size_t n);
+		      const char *p, size_t n, bool counted);
+
+/* The bytes delivered in direction side, less those preloaded as counted. */
+uint64_t gw_tunnel_bytes(const struct gw_tunnel *t, enum gw_tunnel_side side);
 
 /* Moves bytes both ways until every direction would block or has ended.
  * Sets *cev and *uev to the EPOLLIN/EPOLLOUT interest each fd needs and

@@ -8,14 +8,10 @@
 
 #include "loop-t.h"
 
-struct gw_dns;
+#include "dial-t.h"
 
-/* Every door's connection embeds one: the worker keeps them all on one
- * list, so that a shutdown ends each through its own door's close. */
-struct gw_conn_node {
-	struct gw_conn_node *prev, *next;
-	void (*shutdown)(struct gw_conn_node *n);
-};
+struct gw_conn;
+struct gw_dns;
 
 /* The doors. A host door (gateway.listen) serves static clients; a lane
  * door listens in the fleet namespace on a lane's gateway address and
@@ -23,7 +19,7 @@ struct gw_conn_node {
 enum gw_door_kind {
 	GW_DOOR_FORWARD = 0,
 	GW_DOOR_SOCKS,
-	GW_DOOR_TLS,                    /* SNI-routed TLS (transparent 443) */
+	GW_DOOR_SNI,                    /* lane SNI door: guest TCP/443, by server name */
 };
 
 struct gw_worker;
@@ -49,9 +45,13 @@ struct gw_worker {
 	size_t nls;
 	int stop_fd;                    /* an eventfd: stop the loop */
 	struct gw_io stop_io;
-	struct gw_conn_node *conns;     /* every live connection, any door */
+	struct gw_conn *conns;          /* every live connection, any door */
 	bool use_splice;
 	uint64_t accepted;
+	/* Tests only: reach upstreams through this instead of gw_dial_start()
+	 * (same contract: cb runs once, later). NULL in the daemon. */
+	void (*dial)(struct gw_dial *d, struct gw_worker *w, const char *host, uint16_t port,
+		     gw_dial_cb cb, void *arg);
 };
 
 #endif

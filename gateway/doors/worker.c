@@ -11,63 +11,15 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "conn.h"
 #include "dns.h"
 #include "fleet.h"
 #include "fwd.h"
 #include "log.h"
 #include "loop.h"
 #include "socks.h"
-#include "tls.h"
+#include "sni.h"
 #include "worker.h"
-
-static uint64_t conns_live;
-
-bool
-gw_conn_take(uint32_t max)
-{
-	if (__atomic_add_fetch(&conns_live, 1, __ATOMIC_RELAXED) > max) {
-		__atomic_sub_fetch(&conns_live, 1, __ATOMIC_RELAXED);
-		return false;
-	}
-	return true;
-}
-
-void
-gw_conn_release(void)
-{
-	__atomic_sub_fetch(&conns_live, 1, __ATOMIC_RELAXED);
-}
-
-uint64_t
-gw_conns_live(void)
-{
-	return __atomic_load_n(&conns_live, __ATOMIC_RELAXED);
-}
-
-void
-gw_worker_conn_join(struct gw_worker *w, struct gw_conn_node *n,
-		    void (*shutdown)(struct gw_conn_node *n))
-{
-	n->shutdown = shutdown;
-	n->prev = NULL;
-	n->next = w->conns;
-	if (w->conns)
-		w->conns->prev = n;
-	w->conns = n;
-}
-
-void
-gw_worker_conn_leave(struct gw_worker *w, struct gw_conn_node *n)
-{
-	if (n->prev)
-		n->prev->next = n->next;
-	else
-		w->conns = n->next;
-	if (n->next)
-		n->next->prev = n->prev;
-	n->prev = n->next = NULL;
-	gw_conn_release();
-}
 
 unsigned
 gw_workers_auto(void)
@@ -80,7 +32,7 @@ gw_workers_auto(void)
 static const char *const door_names[] = {
 	[GW_DOOR_FORWARD] = "forward",
 	[GW_DOOR_SOCKS] = "socks",
-	[GW_DOOR_TLS] = "tls",
+	[GW_DOOR_SNI] = "sni",
 };
 
 /* A listening socket on sa, made in the fleet namespace when there is a
@@ -139,8 +91,8 @@ on_accept(struct gw_loop *l, struct gw_io *io, uint32_t events)
 		case GW_DOOR_SOCKS:
 			gw_socks_accept(w, fd, ls->lane);
 			break;
-		case GW_DOOR_TLS:
-			gw_tls_accept(w, fd, ls->lane);
+		case GW_DOOR_SNI:
+			gw_sni_accept(w, fd, ls->lane);
 			break;
 		}
 	}
@@ -193,7 +145,7 @@ add_listeners(struct gw_worker *w, const struct conf *c, struct gw_fleet *fleet,
 	for (size_t i = 0; fleet && i < c->nlanes; i++) {
 		const struct conf_lane *l = &c->lanes[i];
 		const uint16_t ports[3] = { l->door_forward, l->door_socks, l->door_intercept };
-		const enum gw_door_kind kinds[3] = { GW_DOOR_FORWARD, GW_DOOR_SOCKS, GW_DOOR_TLS };
+		const enum gw_door_kind kinds[3] = { GW_DOOR_FORWARD, GW_DOOR_SOCKS, GW_DOOR_SNI };
 		struct sockaddr_in sin = { .sin_family = AF_INET };
 
 		if (!l->egress)
@@ -237,8 +189,7 @@ worker_main(void *arg)
 		errno = -rc;
 		gw_log_err("worker %u: event loop failed", w->id);
 	}
-	while (w->conns)
-		w->conns->shutdown(w->conns);
+	gw_conns_close_all(w);
 	return NULL;
 }
 

@@ -24,7 +24,7 @@
 	X(UNKNOWN_CLIENT, "unknown-client")                                   \
 	X(NOT_A_SANDBOX, "not-a-sandbox")       /* lane door: no such source */\
 	X(SANDBOX_LOCKED, "sandbox-locked")     /* lane door: not unlocked */ \
-	X(TLS_NOT_TLS, "tls-not-tls")           /* TLS door: not a handshake */\
+	X(TLS_NOT_TLS, "tls-not-tls")           /* SNI door: not a handshake */\
 	X(TLS_NOT_CLIENT_HELLO, "tls-not-client-hello")                      \
 	X(TLS_NO_SNI, "tls-no-sni")             /* no server_name */          \
 	X(TLS_BAD_SNI, "tls-bad-sni")           /* IP literal, bad name */    \

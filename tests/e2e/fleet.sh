@@ -31,7 +31,7 @@ SBX=${SL_BUILD:?SL_BUILD must name the build tree}/sandbox/sluice-sandbox
 CTL=$E2E_TMP/control.sock
 F() { ip netns exec "$FLEET" "$@"; }
 
-# --- an HTTPS origin for the transparent TLS door ---------------------------
+# --- an HTTPS origin for the transparent SNI door ---------------------------
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
 	-subj /CN=origin.test -addext subjectAltName=DNS:origin.test,DNS:other.test \
 	-keyout "$E2E_TMP/tls.key" -out "$E2E_TMP/tls.crt" 2>/dev/null
@@ -407,7 +407,7 @@ check "transparent http, no proxy ($out)" test "$out" = "hello from origin"
 check "transparent http is attributed to the sandbox" logged "door=forward .*client=a .*GET .*origin.test"
 out=$(sbx a -- "${CURL[@]}" --noproxy '*' -k --resolve origin.test:443:203.0.113.9 https://origin.test/ 2>&1 || true)
 check "transparent https, routed by SNI whatever the address ($out)" test "$out" = "hello over tls"
-check "transparent https has an access line" logged "door=tls .*client=a .*origin.test"
+check "transparent https has an access line" logged "door=sni .*client=a .*origin.test"
 out=$(sbx a --proxy -- env)
 check "the proxy variables are in the guest's environment" \
 	bash -c "grep -qx 'HTTP_PROXY=http://10.88.1.1:3128' <<<\"\$0\" && grep -qx 'all_proxy=socks5h://10.88.1.1:1080' <<<\"\$0\"" "$out"
@@ -424,15 +424,15 @@ out=$(sbx a -- "${CURL[@]}" --noproxy '*' -o /dev/null -w '%{http_code}' \
 	--resolve blocked.origin.test:80:10.99.0.10 http://blocked.origin.test/ 2>&1 || true)
 check "denied: transparent http 403 ($out)" test "$out" = 403
 mark
-# The TLS door refuses by closing, mid-handshake (35, not 28: it was reached).
+# The SNI door refuses by closing, mid-handshake (35, not 28: it was reached).
 check "denied: transparent https refused (closed in the handshake)" \
 	fails_as 35 'SSL_connect: SSL_ERROR_SYSCALL' \
 	sbx a -- "${CURL[@]}" --noproxy '*' -k --resolve blocked.origin.test:443:10.99.0.10 https://blocked.origin.test/
-check "denied: transparent https has a deny line" logged "door=tls .*blocked.origin.test.*deny"
-check "not allowed on 443: other.test refused at the TLS door (closed in the handshake)" \
+check "denied: transparent https has a deny line" logged "door=sni .*blocked.origin.test.*deny"
+check "not allowed on 443: other.test refused at the SNI door (closed in the handshake)" \
 	fails_as 35 'SSL_connect: SSL_ERROR_SYSCALL' \
 	sbx a -- "${CURL[@]}" --noproxy '*' -k --resolve other.test:443:10.99.0.10 https://other.test/
-check "... with a deny line" logged "door=tls .*other\.test.*deny"
+check "... with a deny line" logged "door=sni .*other\.test.*deny"
 mark
 check "a ClientHello without SNI is refused (connected, then closed in the handshake)" \
 	fails_as 3 '^connected, then closed$' sbx a -- "$PY" -c '
@@ -806,14 +806,14 @@ check "... its access line: client k, reason sandbox-locked" \
 check "locked k at the SOCKS door: no method accepted (0xFF)" \
 	fails_as 97 'No authentication method was acceptable' door "$ADDR_k" socks
 check "... and a log line says sandbox-locked" logged "socks $KRE:[0-9]+: refused: sandbox-locked k$"
-check "locked k at the TLS door: closed" fails_as 35 'SSL_connect: SSL_ERROR_SYSCALL' door "$ADDR_k" tls
+check "locked k at the SNI door: closed" fails_as 35 'SSL_connect: SSL_ERROR_SYSCALL' door "$ADDR_k" tls
 check "... and a log line says sandbox-locked" \
-	logged "tls door: refusing $KRE:[0-9]+, sandbox k on lane egress: sandbox-locked$"
+	logged "sni door: refusing $KRE:[0-9]+, sandbox k on lane egress: sandbox-locked$"
 ctl '{"op":"unlock","id":"k","policy":"web"}'
 check "unlock k" test "$(jget unlocked)" = true
 check "unlocked k: the forward door lets the same request through" door_ok "$ADDR_k" forward "hello from origin"
 check "unlocked k: the SOCKS door too" door_ok "$ADDR_k" socks "hello from origin"
-check "unlocked k: the TLS door too" door_ok "$ADDR_k" tls "hello over tls"
+check "unlocked k: the SNI door too" door_ok "$ADDR_k" tls "hello over tls"
 ctl '{"op":"detach","id":"k"}'
 check "detach k" test "$(jget ok)" = true
 mark
@@ -824,9 +824,9 @@ check "... its access line: no client, reason not-a-sandbox" \
 check "... at the SOCKS door: no method accepted (0xFF)" \
 	fails_as 97 'No authentication method was acceptable' door "$ADDR_k" socks
 check "... and a log line says not-a-sandbox" logged "socks $KRE:[0-9]+: refused: not-a-sandbox$"
-check "... at the TLS door: closed" fails_as 35 'SSL_connect: SSL_ERROR_SYSCALL' door "$ADDR_k" tls
+check "... at the SNI door: closed" fails_as 35 'SSL_connect: SSL_ERROR_SYSCALL' door "$ADDR_k" tls
 check "... and a log line says not-a-sandbox" \
-	logged "tls door: refusing $KRE:[0-9]+ on lane egress: not-a-sandbox$"
+	logged "sni door: refusing $KRE:[0-9]+ on lane egress: not-a-sandbox$"
 F ip addr del "$ADDR_k/32" dev lo
 ctl '{"op":"unlock","id":"o","policy":"web"}'
 check "unlock o (lane other)" test "$(jget unlocked)" = true

@@ -27,6 +27,7 @@
 
 #include "access.h"
 #include "tunnel.h"
+#include "xprt.h"
 
 /* ---- helpers -------------------------------------------------------- */
 
@@ -455,6 +456,7 @@ test_tunnel_gauge(void **state)
 {
 	int cp[2], up[2]; /* [0] the application's, [1] the tunnel's */
 	struct gw_tunnel t;
+	struct gw_xprt cx, ux;
 	int64_t active = gw_metrics_tunnels_active();
 	uint64_t total = atomic_load(&tunnels_total);
 	uint64_t to_up = atomic_load(&tunnel_bytes[0]), to_cl = atomic_load(&tunnel_bytes[1]);
@@ -465,13 +467,15 @@ test_tunnel_gauge(void **state)
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, cp), 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, up), 0);
-	gw_tunnel_init(&t, cp[1], up[1], false);
+	gw_xprt_tcp_init(&cx, cp[1]);
+	gw_xprt_tcp_init(&ux, up[1]);
+	gw_tunnel_init(&t, &cx, &ux, false);
 	assert_int_equal(gw_metrics_tunnels_active(), active + 1);
 	snprintf(want, sizeof(want), "%lld", (long long)active + 1);
 	render_value("\nsluice_tunnels_active ", buf, sizeof(buf));
 	assert_string_equal(buf, want);
 
-	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_U2C, "OK\n", 3), 0);
+	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_U2C, "OK\n", 3, false), 0);
 	assert_int_equal(write(cp[0], "hello", 5), 5);
 	assert_int_equal(gw_tunnel_run(&t, &cev, &uev, &moved), GW_TUNNEL_RUNNING);
 	assert_true(moved);
@@ -496,7 +500,7 @@ test_tunnel_gauge(void **state)
 	assert_string_equal(buf, want);
 
 	/* A tunnel set up again after fini counts again. */
-	gw_tunnel_init(&t, -1, -1, false);
+	gw_tunnel_init(&t, &cx, &ux, false);
 	assert_int_equal(gw_metrics_tunnels_active(), active + 1);
 	gw_tunnel_fini(&t);
 	assert_int_equal(gw_metrics_tunnels_active(), active);

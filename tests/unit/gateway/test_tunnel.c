@@ -31,6 +31,7 @@
 #include "../sl_test.h"
 
 #include "tunnel.h"
+#include "xprt.h"
 
 #define STALL_MS 2000
 
@@ -118,6 +119,7 @@ struct fx {
 	struct peer a, b;       /* a: the client app; b: the upstream app */
 	struct gw_tunnel t;
 	bool splice;
+	struct gw_xprt cx, ux;  /* the tunnel's transports over cfd, ufd */
 	uint32_t cev, uev;
 	bool moved;
 	enum gw_tunnel_status st;
@@ -147,7 +149,9 @@ fx_init(struct fx *f, bool splice, int bufs)
 	f->a.rseed = f->b.seed;
 	f->b.rseed = f->a.seed;
 	f->splice = splice;
-	gw_tunnel_init(&f->t, f->cfd, f->ufd, splice);
+	gw_xprt_tcp_init(&f->cx, f->cfd);
+	gw_xprt_tcp_init(&f->ux, f->ufd);
+	gw_tunnel_init(&f->t, &f->cx, &f->ux, splice);
 	f->st = GW_TUNNEL_RUNNING;
 }
 
@@ -316,17 +320,19 @@ static void
 test_preload_too_much(void **state)
 {
 	struct gw_tunnel t;
+	struct gw_xprt x;
 	char *big = calloc(1, GW_TUNNEL_BUF + 1);
 
 	(void)state;
-	gw_tunnel_init(&t, -1, -1, false);
-	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, GW_TUNNEL_BUF + 1), -ENOSPC);
-	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 0), 0);
-	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, GW_TUNNEL_BUF - 10), 0);
-	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 11), -ENOSPC);
-	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 10), 0);
-	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 1), -ENOSPC);
-	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_U2C, big, GW_TUNNEL_BUF), 0);
+	gw_xprt_tcp_init(&x, -1);
+	gw_tunnel_init(&t, &x, &x, false);
+	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, GW_TUNNEL_BUF + 1, false), -ENOSPC);
+	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 0, false), 0);
+	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, GW_TUNNEL_BUF - 10, false), 0);
+	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 11, false), -ENOSPC);
+	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 10, false), 0);
+	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 1, false), -ENOSPC);
+	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_U2C, big, GW_TUNNEL_BUF, false), 0);
 	gw_tunnel_fini(&t);
 	gw_tunnel_fini(&t);     /* twice is harmless */
 	free(big);
@@ -454,9 +460,9 @@ run_preload(bool splice)
 	f.b.prelen = sizeof(pc) - 1;
 	f.a.pre = pu;
 	f.a.prelen = sizeof(pu) - 1;
-	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_C2U, pc, 10), 0);
-	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_C2U, pc + 10, sizeof(pc) - 11), 0);
-	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_U2C, pu, sizeof(pu) - 1), 0);
+	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_C2U, pc, 10, false), 0);
+	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_C2U, pc + 10, sizeof(pc) - 11, false), 0);
+	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_U2C, pu, sizeof(pu) - 1, false), 0);
 	/* The peers' bytes are already waiting when the tunnel first runs:
 	 * they must still come after the preloaded ones. */
 	peer_send(&f.a);
@@ -482,7 +488,7 @@ run_preload_then_eof(bool splice)
 	fx_init(&f, splice, 0);
 	f.b.pre = pc;
 	f.b.prelen = 5;
-	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_C2U, pc, 5), 0);
+	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_C2U, pc, 5, false), 0);
 	shutdown(f.a.fd, SHUT_WR);
 	f.a.shut = true;
 	shutdown(f.b.fd, SHUT_WR);

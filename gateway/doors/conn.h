@@ -1,0 +1,77 @@
+/* conn.h: accepting, watching and ending a connection of any door. */
+#ifndef SLUICE_GW_CONN_H
+#define SLUICE_GW_CONN_H
+
+#include "conf-t.h"
+#include "conn-t.h"
+
+/* Counts a newly accepted socket in against gateway.limits.max_connections,
+ * allocates the door's connection (door->size bytes, zeroed), and sets up
+ * what every door shares: the snapshot, the peer, TCP_NODELAY, the client
+ * transport and its watch (EPOLLIN), the timer, the worker's list. Returns
+ * it in state 0, or NULL when it cannot be served: then door->busy has
+ * answered and fd is closed. */
+struct gw_conn *gw_conn_accept(struct gw_worker *w, int fd, int lane, const struct gw_door *door);
+
+/* The one way a connection ends, from any state and any error: the door
+ * settles its line (door->closing), the tunnel is accounted, the owed
+ * access line is written (reason `why` unless one was set), the dial is
+ * cancelled, timers and watches go, both transports are closed (the
+ * client's drained first when c->drain), and the memory is freed after the
+ * current batch of events. A second call is a no-op. */
+void gw_conn_close(struct gw_conn *c, enum gw_reason why);
+
+/* The door's state, with a debug line for the transition. */
+void gw_conn_set_state(struct gw_conn *c, unsigned state);
+
+/* The gateway's configuration in force for c. */
+const struct conf_gateway *gw_conn_gateway(const struct gw_conn *c);
+
+/* Writes the access line owed for c->req, if one is (then no more is). A
+ * reason set in c->req wins over why; a request allowed in report mode
+ * reports the rule's reason. */
+void gw_conn_log(struct gw_conn *c, enum gw_reason why);
+
+/* Starts a new line: clears c->req and marks a line owed from now. */
+void gw_conn_req_begin(struct gw_conn *c, const char *method);
+
+/* Sets the interest of each side (the upstream's only if there is one). */
+void gw_conn_watch(struct gw_conn *c, uint32_t cev, uint32_t uev);
+
+/* (Re)arms the connection's one timer. */
+void gw_conn_arm(struct gw_conn *c, uint64_t ms);
+void gw_conn_disarm(struct gw_conn *c);
+
+/* Reaches host:port for c under c->policy (dial.h): cb runs once, later.
+ * The upstream's address tried last is copied into c->req.upstream before
+ * cb runs. */
+void gw_conn_dial(struct gw_conn *c, const char *host, uint16_t port, gw_dial_cb cb);
+
+/* Takes a connected upstream socket as c's upstream side (a TCP transport,
+ * watched with no interest yet). 0, or -1 with fd closed. */
+int gw_conn_upstream_attach(struct gw_conn *c, int fd);
+
+/* Closes the upstream side, if any. */
+void gw_conn_upstream_drop(struct gw_conn *c);
+
+/* Turns c into a byte tunnel between its two transports (splice when both
+ * are bare sockets and the worker allows it). Preload what was read before
+ * with gw_tunnel_preload(&c->tun, ...). */
+void gw_conn_tunnel_start(struct gw_conn *c);
+
+/* Moves tunnel bytes, rearms the idle timer on progress, sets the watches,
+ * and ends the connection when both directions are done or one fails.
+ * Returns false when c ended. */
+bool gw_conn_tunnel_run(struct gw_conn *c);
+
+/* Reads and drops what the peer already sent on fd (a bounded amount),
+ * then closes it: with unread bytes queued, close(2) would send a reset. */
+void gw_conn_drain_close(int fd);
+
+/* Every live connection of worker w ends (shutdown). */
+void gw_conns_close_all(struct gw_worker *w);
+
+/* The door connection of type `type` that starts with c. */
+#define gw_conn_door(c, type) ((type *)(void *)(c))
+
+#endif

@@ -1,0 +1,99 @@
+/* exchange-t.h: one HTTP/1.1 exchange over a connection (types only). */
+#ifndef SLUICE_GW_EXCHANGE_T_H
+#define SLUICE_GW_EXCHANGE_T_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addr-t.h"
+#include "conn-t.h"
+#include "http1-t.h"
+
+/* The exchange's states: the door's state enum for every door that is
+ * "a transport + the exchange".
+ *
+ *   HEAD ──▶ DIALING ──▶ EXCHANGE ──▶ HEAD (keep-alive)
+ *     │         │           └──────▶ TUNNEL (CONNECT, 101)
+ *     └─────────┴──▶ REFUSE ──▶ LINGER ──▶ closed
+ */
+#define GW_H1X_STATES(X)                                                     \
+	X(HEAD, "head")                                                      \
+	X(DIALING, "dialing")           /* resolve, check, connect */        \
+	X(EXCHANGE, "exchange")                                              \
+	X(TUNNEL, "tunnel")                                                  \
+	X(REFUSE, "refuse")                                                  \
+	X(LINGER, "linger")
+
+enum gw_h1x_state {
+#define GW_H1X_STATE_ENUM(id, name) H1X_##id,
+	GW_H1X_STATES(GW_H1X_STATE_ENUM)
+#undef GW_H1X_STATE_ENUM
+};
+
+/* One direction of an exchange. buf[0..len) holds bytes read from the
+ * source; [wpos..fend) are checked and ready to write to the destination,
+ * after the rebuilt head in hbuf; [parsed..len) are not checked yet. */
+struct gw_h1x_half {
+	char *buf;
+	size_t cap;
+	size_t len;
+	size_t parsed;
+	size_t wpos;
+	size_t fend;
+	char *hbuf;
+	size_t hlen;
+	size_t hpos;
+	struct gw_h1_body body;
+	bool in_body;           /* head done, body under way */
+	bool done;              /* the message is complete (checked) */
+	bool eof;               /* the source closed */
+	uint64_t out;           /* bytes written to the destination */
+	uint64_t in;            /* bytes read from the source */
+};
+
+struct gw_h1x;
+
+/* The door's part of each request, called when a request head is whole
+ * (x->reqh): settle who asks (c->client_idx or c->who, c->policy), where
+ * it goes (x->target, c->req.host and port) and whether the policy allows
+ * it (gw_h1x_check_host()). Returns 0 to go on, or -1 once it has refused
+ * (gw_h1x_refuse()). */
+typedef int (*gw_h1x_route_fn)(struct gw_h1x *x);
+
+/* A connection whose door is "a transport + the exchange" starts with
+ * this (and so with its gw_conn). */
+struct gw_h1x {
+	struct gw_conn base;
+	gw_h1x_route_fn route;
+	bool deadline_fixed;    /* the timer is a connect/head deadline */
+
+	/* the request under way */
+	struct gw_h1_parser parser;
+	struct gw_h1_head reqh;
+	struct gw_h1_head resph;
+	struct gw_h1_target target;
+	struct gw_h1x_half up;     /* client -> upstream */
+	struct gw_h1x_half down;   /* upstream -> client */
+	bool is_connect;
+	bool is_upgrade;
+	bool client_keep;       /* the client may send another request */
+	bool close_after;       /* close the client once the response is out */
+	unsigned requests;      /* heads read on this connection */
+
+	/* an idle upstream connection kept for the same origin and client */
+	bool u_idle;
+	char u_host[GW_HOST_MAX];
+	uint16_t u_port;
+	int u_client;
+
+	size_t linger_left;
+	/* A read that cannot find anything is skipped: the response to a
+	 * request sent a moment ago, or the next request of a client that is
+	 * still reading our response. Saves a recv() per message. */
+	bool skip_up_read;
+	bool skip_client_read;
+	bool head_timed;        /* the head deadline is armed */
+};
+
+#endif

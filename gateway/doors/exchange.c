@@ -1,0 +1,1058 @@
+/* exchange.c: one HTTP/1.1 exchange (exchange.h).
+ *
+ * Each direction of an exchange has one buffer read from its source's
+ * transport; the head at its front is parsed and replaced by a rebuilt
+ * head (hop-by-hop fields dropped, Via added), and the body after it is
+ * checked by the streaming body parser and forwarded as it arrives.
+ * Nothing is sent upstream before the request was allowed, resolved,
+ * every address checked and the connection made.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "conn.h"
+#include "dial.h"
+#include "exchange.h"
+#include "http1.h"
+#include "log.h"
+#include "loop.h"
+#include "policy.h"
+#include "reason.h"
+#include "snap.h"
+#include "tunnel.h"
+#include "worker.h"
+
+#define H1X_BUF 16384
+#define H1X_HEAD_EXTRA 512      /* a rebuilt head: the original plus this */
+#define H1X_LINGER_MS 2000
+#define H1X_HEAD_TIMEOUT_MS 30000
+
+const char *const gw_h1x_state_names[] = {
+#define GW_H1X_STATE_NAME(id, name) name,
+	GW_H1X_STATES(GW_H1X_STATE_NAME)
+#undef GW_H1X_STATE_NAME
+};
+
+static void h1x_touch(struct gw_conn *c);
+
+static struct gw_h1x *
+h1x(struct gw_conn *c)
+{
+	return (struct gw_h1x *)(void *)c;
+}
+
+/* ---- buffers ---- */
+
+static int
+half_reserve(struct gw_h1x_half *h, size_t want)
+{
+	char *b;
+
+	if (h->cap >= want)
+		return 0;
+	b = realloc(h->buf, want);
+	if (!b)
+		return -ENOMEM;
+	h->buf = b;
+	h->cap = want;
+	return 0;
+}
+
+/* Drops the bytes already written, so reads have room. */
+static void
+half_compact(struct gw_h1x_half *h)
+{
+	if (h->wpos == 0)
+		return;
+	memmove(h->buf, h->buf + h->wpos, h->len - h->wpos);
+	h->len -= h->wpos;
+	h->parsed -= h->wpos;
+	h->fend -= h->wpos;
+	h->wpos = 0;
+}
+
+static void
+half_reset(struct gw_h1x_half *h)
+{
+	free(h->hbuf);
+	h->hbuf = NULL;
+	h->hlen = h->hpos = 0;
+	h->in_body = h->done = false;
+}
+
+static void
+half_free(struct gw_h1x_half *h)
+{
+	free(h->buf);
+	free(h->hbuf);
+	memset(h, 0, sizeof(*h));
+}
+
+static bool
+half_pending(const struct gw_h1x_half *h)
+{
+	return h->hpos < h->hlen || h->wpos < h->fend;
+}
+
+/* Reads from t into h. Returns bytes read, 0 on EOF, -EAGAIN, or -errno. */
+static ssize_t
+half_read(struct gw_h1x_half *h, struct gw_xprt *t, size_t limit)
+{
+	ssize_t n;
+
+	if (h->len == h->cap) {
+		half_compact(h);
+		if (h->len == h->cap) {
+			size_t want = h->cap ? h->cap * 2 : H1X_BUF;
+
+			if (want > limit)
+				want = limit;
+			if (want <= h->cap || half_reserve(h, want) < 0)
+				return -ENOBUFS;
+		}
+	}
+	n = gw_xprt_recv(t, h->buf + h->len, h->cap - h->len);
+	if (n < 0)
+		return n;
+	h->len += (size_t)n;
+	h->in += (uint64_t)n;
+	return n;
+}
+
+/* Writes what is ready, the rebuilt head and the body after it in one
+ * gather write. Returns 1 if all was written, 0 if it would block, -errno
+ * on error. */
+static int
+half_write(struct gw_h1x_half *h, struct gw_xprt *t)
+{
+	while (half_pending(h)) {
+		struct iovec iov[2];
+		int iovcnt = 0;
+		size_t head = h->hlen - h->hpos;
+		ssize_t r;
+
+		if (head) {
+			iov[iovcnt].iov_base = h->hbuf + h->hpos;
+			iov[iovcnt++].iov_len = head;
+		}
+		if (h->wpos < h->fend) {
+			iov[iovcnt].iov_base = h->buf + h->wpos;
+			iov[iovcnt++].iov_len = h->fend - h->wpos;
+		}
+		r = gw_xprt_sendv(t, iov, iovcnt);
+		if (r < 0)
+			return r == -EAGAIN ? 0 : (int)r;
+		h->out += (uint64_t)r;
+		if ((size_t)r <= head) {
+			h->hpos += (size_t)r;
+		} else {
+			h->hpos = h->hlen;
+			h->wpos += (size_t)r - head;
+		}
+	}
+	if (h->wpos == h->len) {
+		h->wpos = h->fend = h->parsed = h->len = 0;
+	}
+	return 1;
+}
+
+/* Checks body bytes past `parsed` and makes them ready to write. */
+static int
+half_body(struct gw_h1x_half *h)
+{
+	while (!h->done && h->parsed < h->len) {
+		struct gw_h1_span data;
+		size_t used = 0;
+		enum gw_h1_result r;
+
+		r = gw_h1_body_feed(&h->body, h->buf + h->parsed, h->len - h->parsed, &used, &data);
+		if (r == GW_H1_ERROR)
+			return -EPROTO;
+		if (h->body.mode == GW_H1_RAW) {
+			h->parsed += used;
+			h->fend = h->parsed;
+		} else {
+			/* Decoded payload moves down over the framing it came in. */
+			if (data.len && data.p != h->buf + h->fend)
+				memmove(h->buf + h->fend, data.p, data.len);
+			h->fend += data.len;
+			h->parsed += used;
+		}
+		if (r == GW_H1_DONE)
+			h->done = true;
+		if (used == 0 && r == GW_H1_AGAIN)
+			break;
+	}
+	return 0;
+}
+
+/* ---- responses of our own ---- */
+
+static const char *
+status_text(unsigned status)
+{
+	switch (status) {
+	case 200: return "Connection established";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 407: return "Proxy Authentication Required";
+	case 431: return "Request Header Fields Too Large";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "Error";
+	}
+}
+
+void
+gw_h1x_refuse(struct gw_h1x *x, unsigned status, enum gw_reason reason, const char *fmt, ...)
+{
+	struct gw_conn *c = &x->base;
+	char detail[512], body[700];
+	const char *extra = "";
+	va_list ap;
+	int blen, n;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	/* The detail may quote what the client sent: keep the line a line. */
+	for (char *p = detail; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	blen = snprintf(body, sizeof(body), "sluice: %s: %s\n", gw_reason_name(reason), detail);
+	if (status == 407)
+		extra = "Proxy-Authenticate: Basic realm=\"sluice\"\r\n";
+	half_reset(&x->down);
+	x->down.len = x->down.wpos = x->down.fend = x->down.parsed = 0;
+	x->down.hbuf = malloc(1024 + sizeof(body));
+	if (!x->down.hbuf) {
+		gw_conn_close(c, GW_R_INTERNAL);
+		return;
+	}
+	n = snprintf(x->down.hbuf, 1024 + sizeof(body),
+		     "HTTP/1.1 %u %s\r\nSluice-Reason: %s\r\n%sContent-Type: text/plain\r\n"
+		     "Content-Length: %d\r\nConnection: close\r\nVia: 1.1 sluice\r\n\r\n%s",
+		     status, status_text(status), gw_reason_name(reason), extra, blen, body);
+	x->down.hlen = (size_t)n;
+	x->down.out = x->down.hlen;     /* the access line counts what is sent */
+	c->req.status = status;
+	/* 502 and 504: allowed, but the way there failed. */
+	c->req.denied = status != 502 && status != 504;
+	c->req.bytes_out = x->down.out;
+	gw_conn_log(c, reason);
+	gw_conn_upstream_drop(c);
+	x->u_idle = false;
+	gw_dial_cancel(&c->dial);
+	/* A client that does not read its refusal is not waited for long. */
+	x->deadline_fixed = true;
+	gw_timer_arm(c->w->loop, &c->timer, H1X_HEAD_TIMEOUT_MS);
+	gw_conn_set_state(c, H1X_REFUSE);
+}
+
+/* ---- teardown ---- */
+
+void
+gw_h1x_fini(struct gw_conn *c)
+{
+	struct gw_h1x *x = h1x(c);
+
+	half_free(&x->up);
+	half_free(&x->down);
+}
+
+/* The teardown's first step (conn.h): a request cut short still gets its
+ * line, with what reached the client. A tunnel's line is the request head
+ * plus what went through the tunnel (gw_conn_close() adds those). */
+void
+gw_h1x_closing(struct gw_conn *c, enum gw_reason why)
+{
+	struct gw_h1x *x = h1x(c);
+
+	(void)why;
+	if (!c->tunneling)
+		c->req.bytes_out = x->down.out;
+}
+
+/* ---- policy ---- */
+
+int
+gw_h1x_check_host(struct gw_h1x *x)
+{
+	struct gw_conn *c = &x->base;
+	struct gw_policy_decision d;
+
+	if (gw_policy_check(c->policy, c->req.host, c->req.port, &d) == 0) {
+		c->req.report_only = d.report_only;
+		c->req.report_reason = d.reason;
+		return 0;
+	}
+	if (d.reason == GW_R_DENIED)
+		gw_h1x_refuse(x, 403, d.reason, "%s:%u is denied by rule '%s' (line %u) of policy '%s'",
+			   c->req.host, c->req.port, d.rule ? d.rule : "?", d.pos.line,
+			   gw_policy_name(c->policy));
+	else if (d.reason == GW_R_NOT_ALLOWED)
+		gw_h1x_refuse(x, 403, d.reason, "%s:%u is not allowed by policy '%s'", c->req.host, c->req.port,
+			   gw_policy_name(c->policy));
+	else
+		gw_h1x_refuse(x, d.reason == GW_R_BAD_PORT ? 400 : 403, d.reason, "%s:%u", c->req.host, c->req.port);
+	return -1;
+}
+
+
+/* ---- connecting ---- */
+
+static void h1x_start_exchange(struct gw_conn *c);
+static void h1x_start_tunnel(struct gw_conn *c, bool upgrade);
+
+/* The dial ended: a connected upstream, or why not. */
+static void
+h1x_dialed(struct gw_dial *d, int fd, enum gw_reason why, int err, const char *detail, void *arg)
+{
+	struct gw_h1x *x = arg;
+	struct gw_conn *c = &x->base;
+
+	(void)d;
+	(void)err;
+	if (fd < 0) {
+		gw_h1x_refuse(x, gw_dial_status(why), why, "%s", detail);
+		gw_h1x_run(c);
+		return;
+	}
+	if (gw_conn_upstream_attach(c, fd) < 0) {
+		gw_h1x_refuse(x, 502, GW_R_INTERNAL, "cannot watch the upstream connection");
+		gw_h1x_run(c);
+		return;
+	}
+	x->u_idle = false;
+	snprintf(x->u_host, sizeof(x->u_host), "%s", c->req.host);
+	x->u_port = c->req.port;
+	x->u_client = c->client_idx;
+	gw_timer_cancel(c->w->loop, &c->timer);
+	x->deadline_fixed = false;
+	if (x->is_connect)
+		h1x_start_tunnel(c, false);
+	else
+		h1x_start_exchange(c);
+	gw_h1x_run(c);
+}
+
+/* ---- the request ---- */
+
+static bool
+is_websocket_upgrade(const struct gw_h1_head *h)
+{
+	const struct gw_h1_header *u = gw_h1_header_find(h, "Upgrade");
+
+	return u && h->version_minor == 1 && gw_h1_conn_has(h, "upgrade") &&
+	       u->value.len == 9 && strncasecmp(u->value.p, "websocket", 9) == 0 &&
+	       h->method_id == GW_H1_M_GET;
+}
+
+/* A request head is complete: the door decides, then resolve and connect
+ * (or reuse the idle upstream connection of the same origin and client). */
+static void
+h1x_request(struct gw_h1x *x)
+{
+	struct gw_conn *c = &x->base;
+	char method[sizeof(c->req.method)];
+	size_t mlen = x->reqh.method.len < sizeof(method) - 1 ? x->reqh.method.len
+							       : sizeof(method) - 1;
+
+	memcpy(method, x->reqh.method.p, mlen);
+	method[mlen] = '\0';
+	gw_conn_req_begin(c, method);
+	x->is_connect = x->reqh.method_id == GW_H1_M_CONNECT;
+	c->req.bytes_in = x->reqh.head_len;
+	x->down.out = 0;
+	x->head_timed = false;
+	x->requests++;
+	if (x->route(x) < 0)
+		return;
+	x->is_upgrade = !x->is_connect && is_websocket_upgrade(&x->reqh);
+	if (x->reqh.upgrade && !x->is_upgrade)
+		gw_log_debug("forward %s: dropping a non-WebSocket Upgrade", c->src);
+
+	/* Keep-alive reuse: same origin, same client identity. */
+	if (c->up.x && x->u_idle && !x->is_connect && x->u_port == c->req.port &&
+	    x->u_client == c->client_idx && strcmp(x->u_host, c->req.host) == 0 &&
+	    gw_xprt_quiet(c->up.x)) {
+		x->u_idle = false;
+		h1x_start_exchange(c);
+		return;
+	}
+	gw_conn_upstream_drop(c);
+	x->u_idle = false;
+	/* The dial has its own deadlines (DNS, then connect). */
+	gw_timer_cancel(c->w->loop, &c->timer);
+	x->deadline_fixed = true;
+	gw_conn_set_state(c, H1X_DIALING);
+	gw_conn_dial(c, c->req.host, c->req.port, h1x_dialed);
+}
+
+/* Rebuilds the request head for the origin in x->up.hbuf. */
+static int
+h1x_build_request(struct gw_conn *c)
+{
+	struct gw_h1x *x = h1x(c);
+	struct gw_h1_writer wr;
+	char target[8192], hostv[GW_HOST_MAX + 16];
+	size_t cap = x->reqh.head_len + H1X_HEAD_EXTRA;
+	int tl, hl;
+	static const struct gw_h1_span via_n = { "Via", 3 }, via_v = { "1.1 sluice", 10 };
+
+	tl = snprintf(target, sizeof(target), "%.*s%s%.*s", (int)x->target.path.len,
+		      x->target.path.p, x->target.has_query ? "?" : "",
+		      (int)x->target.query.len, x->target.query.p);
+	if (tl < 0 || (size_t)tl >= sizeof(target))
+		return -ENOSPC;
+	if (x->target.port_explicit)
+		hl = snprintf(hostv, sizeof(hostv), strchr(c->req.host, ':') ? "[%s]:%u" : "%s:%u",
+			      c->req.host, c->req.port);
+	else
+		hl = snprintf(hostv, sizeof(hostv), strchr(c->req.host, ':') ? "[%s]" : "%s", c->req.host);
+	x->up.hbuf = malloc(cap);
+	if (!x->up.hbuf)
+		return -ENOMEM;
+	gw_h1_writer_init(&wr, x->up.hbuf, cap);
+	gw_h1_write_request_line(&wr, x->reqh.method, (struct gw_h1_span){ target, (size_t)tl }, 1);
+	gw_h1_write_header(&wr, (struct gw_h1_span){ "Host", 4 }, (struct gw_h1_span){ hostv, (size_t)hl });
+	for (size_t i = 0; i < x->reqh.nheaders; i++) {
+		const struct gw_h1_header *h = &x->reqh.headers[i];
+
+		if (h->name.len == 4 && strncasecmp(h->name.p, "Host", 4) == 0)
+			continue;
+		/* Framing is written from what the parser decided, never
+		 * copied: a Connection field naming Content-Length must not
+		 * strip the framing the body is relayed by. */
+		if (h->name.len == 14 && strncasecmp(h->name.p, "Content-Length", 14) == 0)
+			continue;
+		if (gw_h1_hop_by_hop(&x->reqh, h->name.p, h->name.len))
+			continue;
+		gw_h1_write_header(&wr, h->name, h->value);
+	}
+	if (x->reqh.has_content_length) {
+		char cl[24];
+		int n = snprintf(cl, sizeof(cl), "%llu", (unsigned long long)x->reqh.content_length);
+
+		gw_h1_write_header(&wr, (struct gw_h1_span){ "Content-Length", 14 },
+				   (struct gw_h1_span){ cl, (size_t)n });
+	}
+	if (x->reqh.body == GW_H1_BODY_CHUNKED)
+		gw_h1_write_header(&wr, (struct gw_h1_span){ "Transfer-Encoding", 17 },
+				   (struct gw_h1_span){ "chunked", 7 });
+	if (x->is_upgrade) {
+		const struct gw_h1_header *u = gw_h1_header_find(&x->reqh, "Upgrade");
+
+		gw_h1_write_header(&wr, (struct gw_h1_span){ "Connection", 10 },
+				   (struct gw_h1_span){ "Upgrade", 7 });
+		gw_h1_write_header(&wr, u->name, u->value);
+	}
+	gw_h1_write_header(&wr, via_n, via_v);
+	if (gw_h1_write_end(&wr) < 0)
+		return -ENOSPC;
+	x->up.hlen = wr.len;
+	x->up.hpos = 0;
+	return 0;
+}
+
+static void
+h1x_start_exchange(struct gw_conn *c)
+{
+	struct gw_h1x *x = h1x(c);
+	struct gw_h1x_half *up = &x->up, *down = &x->down;
+
+	if (h1x_build_request(c) < 0) {
+		gw_h1x_refuse(x, 431, GW_R_HEADER_TOO_LARGE, "the rebuilt request head is too large");
+		return;
+	}
+	/* The original head is replaced by the rebuilt one. */
+	up->parsed += x->reqh.head_len;
+	up->wpos = up->fend = up->parsed;
+	gw_h1_body_init(&up->body, x->reqh.body, x->reqh.content_length, GW_H1_RAW);
+	up->in_body = true;
+	up->done = x->reqh.body == GW_H1_BODY_NONE ||
+		   (x->reqh.body == GW_H1_BODY_LENGTH && x->reqh.content_length == 0);
+	up->out = 0;
+	half_reset(down);
+	down->out = 0;
+	gw_h1_parser_init(&x->parser, GW_H1_RESPONSE, gw_conn_gateway(c)->max_header_bytes);
+	gw_h1_parser_set_request_method(&x->parser, x->reqh.method_id);
+	x->client_keep = x->reqh.keep_alive;
+	x->close_after = false;
+	x->skip_up_read = true;         /* the request is not even sent yet */
+	gw_conn_set_state(c, H1X_EXCHANGE);
+}
+
+/* Rebuilds the response head for the client in x->down.hbuf. */
+static int
+h1x_build_response(struct gw_conn *c, bool decode_chunked)
+{
+	struct gw_h1x *x = h1x(c);
+	struct gw_h1_writer wr;
+	size_t cap = x->resph.head_len + H1X_HEAD_EXTRA;
+	static const struct gw_h1_span via_n = { "Via", 3 }, via_v = { "1.1 sluice", 10 };
+	bool switching = x->resph.status == 101;
+
+	free(x->down.hbuf);
+	x->down.hbuf = malloc(cap);
+	if (!x->down.hbuf)
+		return -ENOMEM;
+	gw_h1_writer_init(&wr, x->down.hbuf, cap);
+	gw_h1_write_status_line(&wr, x->resph.status, x->resph.status_text, 1);
+	for (size_t i = 0; i < x->resph.nheaders; i++) {
+		const struct gw_h1_header *h = &x->resph.headers[i];
+
+		if (h->name.len == 14 && strncasecmp(h->name.p, "Content-Length", 14) == 0)
+			continue;
+		if (gw_h1_hop_by_hop(&x->resph, h->name.p, h->name.len))
+			continue;
+		gw_h1_write_header(&wr, h->name, h->value);
+	}
+	/* As for requests: framing from the parser's decision. A HEAD or 304
+	 * answer keeps the length it announces. */
+	if (x->resph.has_content_length && !decode_chunked && !switching) {
+		char cl[24];
+		int n = snprintf(cl, sizeof(cl), "%llu", (unsigned long long)x->resph.content_length);
+
+		gw_h1_write_header(&wr, (struct gw_h1_span){ "Content-Length", 14 },
+				   (struct gw_h1_span){ cl, (size_t)n });
+	}
+	if (switching) {
+		const struct gw_h1_header *u = gw_h1_header_find(&x->resph, "Upgrade");
+
+		gw_h1_write_header(&wr, (struct gw_h1_span){ "Connection", 10 },
+				   (struct gw_h1_span){ "Upgrade", 7 });
+		if (u)
+			gw_h1_write_header(&wr, u->name, u->value);
+	} else if (x->resph.status >= 200) {
+		if (x->resph.body == GW_H1_BODY_CHUNKED && !decode_chunked)
+			gw_h1_write_header(&wr, (struct gw_h1_span){ "Transfer-Encoding", 17 },
+					   (struct gw_h1_span){ "chunked", 7 });
+		if (x->close_after)
+			gw_h1_write_header(&wr, (struct gw_h1_span){ "Connection", 10 },
+					   (struct gw_h1_span){ "close", 5 });
+		else if (x->reqh.version_minor == 0)
+			gw_h1_write_header(&wr, (struct gw_h1_span){ "Connection", 10 },
+					   (struct gw_h1_span){ "keep-alive", 10 });
+	}
+	gw_h1_write_header(&wr, via_n, via_v);
+	if (gw_h1_write_end(&wr) < 0)
+		return -ENOSPC;
+	x->down.hlen = wr.len;
+	x->down.hpos = 0;
+	return 0;
+}
+
+/* A response head arrived from the origin. */
+static int
+h1x_response_head(struct gw_conn *c)
+{
+	struct gw_h1x *x = h1x(c);
+	struct gw_h1x_half *down = &x->down;
+	bool decode = false;
+
+	down->parsed += x->resph.head_len;
+	down->wpos = down->fend = down->parsed;
+	if (x->resph.status == 101) {
+		if (!x->is_upgrade)
+			return -EPROTO;
+		if (h1x_build_response(c, false) < 0)
+			return -ENOMEM;
+		c->req.status = 101;
+		h1x_start_tunnel(c, true);
+		return 1;
+	}
+	if (x->resph.status < 200) {
+		/* 100 Continue and friends: pass on, then read the next head. */
+		if (x->reqh.version_minor == 0 && x->resph.status == 100) {
+			/* An HTTP/1.0 client never asked for it. */
+			gw_h1_parser_init(&x->parser, GW_H1_RESPONSE, gw_conn_gateway(c)->max_header_bytes);
+			gw_h1_parser_set_request_method(&x->parser, x->reqh.method_id);
+			return 0;
+		}
+		if (h1x_build_response(c, false) < 0)
+			return -ENOMEM;
+		gw_h1_parser_init(&x->parser, GW_H1_RESPONSE, gw_conn_gateway(c)->max_header_bytes);
+		gw_h1_parser_set_request_method(&x->parser, x->reqh.method_id);
+		return 0;
+	}
+	c->req.status = x->resph.status;
+	if (x->resph.body == GW_H1_BODY_UNTIL_CLOSE || !x->reqh.keep_alive)
+		x->close_after = true;
+	if (x->resph.body == GW_H1_BODY_CHUNKED && x->reqh.version_minor == 0) {
+		/* HTTP/1.0 knows no chunks: decode, and end by closing. */
+		decode = true;
+		x->close_after = true;
+	}
+	if (h1x_build_response(c, decode) < 0)
+		return -ENOMEM;
+	gw_h1_body_init(&down->body, x->resph.body, x->resph.content_length,
+			decode ? GW_H1_DECODE : GW_H1_RAW);
+	down->in_body = true;
+	down->done = x->resph.body == GW_H1_BODY_NONE ||
+		     (x->resph.body == GW_H1_BODY_LENGTH && x->resph.content_length == 0);
+	return 0;
+}
+
+/* Ends a connection whose client may still be sending (a pipelined
+ * request, the rest of an upload the origin answered early): closing with
+ * unread input would reset the connection and could destroy the response
+ * in flight, so stop sending and read for a while first. */
+static void
+h1x_linger(struct gw_conn *c)
+{
+	struct gw_h1x *x = h1x(c);
+	gw_conn_upstream_drop(c);
+	x->u_idle = false;
+	gw_xprt_shutdown(c->cli.x);
+	x->linger_left = 1 << 20;
+	x->deadline_fixed = false;
+	gw_conn_set_state(c, H1X_LINGER);
+	h1x_touch(c);
+	x->deadline_fixed = true;
+}
+
+/* The response went out in full: log, then wait for the next request or
+ * close. */
+static void
+h1x_exchange_done(struct gw_conn *c)
+{
+	struct gw_h1x *x = h1x(c);
+	/* Bytes past the response's end mean the origin is confused: do not
+	 * send it another request. */
+	bool upstream_keep = x->resph.keep_alive && x->resph.body != GW_H1_BODY_UNTIL_CLOSE &&
+			     x->up.done && x->down.parsed == x->down.len;
+
+	c->req.bytes_in += x->up.out > x->up.hlen ? x->up.out - x->up.hlen : 0;
+	c->req.bytes_out = x->down.out;
+	gw_conn_log(c, GW_R_NONE);
+	if (x->close_after || !x->client_keep || !x->up.done) {
+		h1x_linger(c);
+		return;
+	}
+	if (!upstream_keep) {
+		gw_conn_upstream_drop(c);
+	} else {
+		x->u_idle = true;
+	}
+	/* What the client sent after this request is the next one. */
+	x->up.wpos = x->up.fend = x->up.parsed;
+	half_compact(&x->up);
+	half_reset(&x->up);
+	half_reset(&x->down);
+	x->down.len = x->down.parsed = x->down.wpos = x->down.fend = 0;
+	c->req.method[0] = c->req.host[0] = '\0';
+	gw_h1_parser_init(&x->parser, GW_H1_REQUEST, gw_conn_gateway(c)->max_header_bytes);
+	/* A client reading our response has not sent its next request yet,
+	 * unless it pipelined it (then it is in the buffer already). */
+	x->skip_client_read = true;
+	gw_conn_set_state(c, H1X_HEAD);
+}
+
+/* ---- tunnels ---- */
+
+static void
+h1x_start_tunnel(struct gw_conn *c, bool upgrade)
+{
+	struct gw_h1x *x = h1x(c);
+	static const char established[] =
+		"HTTP/1.1 200 Connection established\r\nVia: 1.1 sluice\r\n\r\n";
+	struct gw_h1x_half *up = &x->up, *down = &x->down;
+	int rc = 0;
+
+	gw_conn_tunnel_start(c);
+	/* The line: the request head, then what goes through the tunnel. */
+	c->req.bytes_in = x->reqh.head_len;
+	c->req.bytes_out = 0;
+	if (upgrade) {
+		/* Our rebuilt 101 head, then whatever the origin sent after it. */
+		rc |= gw_tunnel_preload(&c->tun, GW_TUNNEL_U2C, down->hbuf + down->hpos,
+					down->hlen - down->hpos, false);
+		rc |= gw_tunnel_preload(&c->tun, GW_TUNNEL_U2C, down->buf + down->parsed,
+					down->len - down->parsed, false);
+		/* The request went out in full (a GET has no body). */
+		rc |= gw_tunnel_preload(&c->tun, GW_TUNNEL_C2U, up->buf + up->wpos,
+					up->len - up->wpos, false);
+	} else {
+		c->req.status = 200;
+		rc |= gw_tunnel_preload(&c->tun, GW_TUNNEL_U2C, established,
+					sizeof(established) - 1, false);
+		/* Bytes the client sent right after CONNECT (a TLS hello). */
+		rc |= gw_tunnel_preload(&c->tun, GW_TUNNEL_C2U, up->buf + up->parsed + x->reqh.head_len,
+					up->len - up->parsed - x->reqh.head_len, false);
+	}
+	half_free(up);
+	half_free(down);
+	gw_conn_set_state(c, H1X_TUNNEL);
+	if (rc)
+		gw_conn_close(c, GW_R_INTERNAL);
+}
+
+/* ---- the engine ---- */
+
+static void
+h1x_touch(struct gw_conn *c)
+{
+	struct gw_h1x *x = h1x(c);
+	uint64_t ms = gw_conn_gateway(c)->idle_timeout_ms;
+
+	if (x->deadline_fixed)
+		return;
+	/* A head must arrive whole within the head timeout, counted from its
+	 * first byte (a byte now and then does not extend it), except that a
+	 * kept-alive connection may idle before its next request starts. */
+	if (c->state == H1X_HEAD && !(x->requests > 0 && x->up.len == 0)) {
+		if (x->head_timed)
+			return;
+		x->head_timed = true;
+		ms = ms < H1X_HEAD_TIMEOUT_MS ? ms : H1X_HEAD_TIMEOUT_MS;
+	} else if (c->state == H1X_LINGER)
+		ms = H1X_LINGER_MS;
+	gw_timer_arm(c->w->loop, &c->timer, ms);
+}
+
+/* HEAD: read and parse a request head. Returns true if it should go on. */
+static bool
+h1x_run_head(struct gw_conn *c)
+{
+	struct gw_h1x *x = h1x(c);
+	struct gw_h1x_half *up = &x->up;
+	size_t limit = gw_conn_gateway(c)->max_header_bytes + H1X_BUF;
+
+	for (;;) {
+		enum gw_h1_result r = GW_H1_AGAIN;
+		ssize_t n;
+
+		if (up->len > up->parsed) {
+			r = gw_h1_head_parse(&x->parser, up->buf + up->parsed, up->len - up->parsed, &x->reqh);
+			if (r == GW_H1_DONE) {
+				h1x_request(x);
+				return c->state != H1X_HEAD;
+			}
+			if (r == GW_H1_ERROR) {
+				gw_conn_req_begin(c, "-");
+				gw_h1x_refuse(x, x->reqh.err.reason == GW_R_HEADER_TOO_LARGE ? 431 : 400,
+					   x->reqh.err.reason, "%s", x->reqh.err.msg);
+				return true;
+			}
+		}
+		if (x->skip_client_read)
+			return false;
+		n = half_read(up, c->cli.x, limit);
+		if (n == -EAGAIN)
+			return false;
+		if (n == 0) {
+			gw_conn_close(c, GW_R_CLIENT_CLOSED);
+			return false;
+		}
+		if (n < 0) {
+			gw_conn_close(c, n == -ENOBUFS ? GW_R_HEADER_TOO_LARGE : GW_R_CLIENT_CLOSED);
+			return false;
+		}
+	}
+}
+
+/* The origin failed (reset, closed, errored) during an exchange. Before
+ * any of the response reached the client it can still be told why, with
+ * a 502; after, the connection can only end. */
+static void
+h1x_upstream_failed(struct gw_conn *c, int err)
+{
+	struct gw_h1x *x = h1x(c);
+	if (c->state == H1X_EXCHANGE && c->req.status == 0 && !x->down.in_body && x->down.out == 0) {
+		if (err)
+			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_RESET,
+				   "the origin reset the connection without a response: %s", strerror(err));
+		else
+			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_RESET, "the origin closed without a response");
+		return;
+	}
+	gw_conn_close(c, GW_R_UPSTREAM_RESET);
+}
+
+/* EXCHANGE: move request and response bytes. Returns false when nothing
+ * more can happen now. */
+static bool
+h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
+{
+	struct gw_h1x *x = h1x(c);
+	struct gw_h1x_half *up = &x->up, *down = &x->down;
+	bool moved = false;
+	int rc;
+
+	/* client -> upstream: body bytes already read are checked first */
+	if (half_body(up) < 0) {
+		gw_conn_close(c, GW_R_BAD_REQUEST);
+		return false;
+	}
+	rc = half_write(up, c->up.x);
+	if (rc < 0) {
+		h1x_upstream_failed(c, -rc);
+		return c->state == H1X_REFUSE;
+	}
+	if (rc == 0)
+		*uev |= EPOLLOUT;
+	if (rc == 1 && !up->done) {
+		ssize_t n = half_read(up, c->cli.x, H1X_BUF);
+
+		if (n > 0) {
+			moved = true;
+			if (half_body(up) < 0) {
+				gw_conn_close(c, GW_R_BAD_REQUEST);
+				return false;
+			}
+		} else if (n == 0) {
+			gw_conn_close(c, GW_R_CLIENT_CLOSED);
+			return false;
+		} else if (n == -EAGAIN) {
+			*cev |= EPOLLIN;
+		} else {
+			gw_conn_close(c, GW_R_CLIENT_CLOSED);
+			return false;
+		}
+	}
+
+	/* upstream -> client */
+	rc = half_write(down, c->cli.x);
+	if (rc < 0) {
+		gw_conn_close(c, GW_R_CLIENT_CLOSED);
+		return false;
+	}
+	if (rc == 0) {
+		*cev |= EPOLLOUT;
+		return moved;
+	}
+	if (down->done) {
+		h1x_exchange_done(c);
+		return c->state == H1X_HEAD;
+	}
+	if (x->skip_up_read && down->parsed == down->len) {
+		*uev |= EPOLLIN;
+		return moved;
+	}
+	if (down->parsed == down->len) {
+		ssize_t n = half_read(down, c->up.x, down->in_body ? H1X_BUF
+							     : gw_conn_gateway(c)->max_header_bytes + H1X_BUF);
+
+		if (n == -EAGAIN) {
+			*uev |= EPOLLIN;
+			x->skip_up_read = true;
+			if (down->parsed == down->len)
+				return moved;
+		}
+		if (n < 0 && n != -ENOBUFS && n != -EAGAIN) {
+			h1x_upstream_failed(c, (int)-n);
+			return c->state == H1X_REFUSE;
+		}
+		if (n == 0) {
+			down->eof = true;
+			if (!down->in_body) {
+				h1x_upstream_failed(c, 0);
+				return c->state == H1X_REFUSE;
+			}
+			if (gw_h1_body_eof(&down->body) == GW_H1_DONE) {
+				down->done = true;
+				return true;
+			}
+			gw_conn_close(c, GW_R_UPSTREAM_RESET);
+			return false;
+		}
+		if (n > 0)
+			moved = true;
+	}
+	while (!down->in_body) {
+		enum gw_h1_result r = gw_h1_head_parse(&x->parser, down->buf + down->parsed,
+						       down->len - down->parsed, &x->resph);
+
+		if (r == GW_H1_AGAIN)
+			return true;
+		if (r == GW_H1_ERROR) {
+			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_BAD_RESPONSE, "the origin's response: %s",
+				   x->resph.err.msg);
+			return true;
+		}
+		rc = h1x_response_head(c);
+		if (rc < 0) {
+			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_BAD_RESPONSE, "the origin's response is not usable");
+			return true;
+		}
+		if (rc > 0)
+			return true;    /* a tunnel now */
+		if (!down->in_body && half_pending(down))
+			return true;    /* send the 1xx first */
+	}
+	if (half_body(down) < 0) {
+		gw_conn_close(c, GW_R_UPSTREAM_BAD_RESPONSE);
+		return false;
+	}
+	return true;
+}
+
+void
+gw_h1x_run(struct gw_conn *c)
+{
+	struct gw_h1x *x = h1x(c);
+	uint32_t cev = 0, uev = 0;
+	bool again = false;
+	uint64_t io = x->up.in + x->up.out + x->down.in + x->down.out;
+
+	for (int rounds = 0; rounds < 64; rounds++) {
+		again = false;
+
+		cev = uev = 0;
+		switch ((enum gw_h1x_state)c->state) {
+		case H1X_HEAD:
+			again = h1x_run_head(c);
+			if (c->state == H1X_HEAD) {
+				cev = EPOLLIN;
+				if (c->up.x)
+					uev = EPOLLIN;  /* notice an idle upstream closing */
+			}
+			break;
+		case H1X_DIALING:
+			break;
+		case H1X_EXCHANGE:
+			again = h1x_run_exchange(c, &cev, &uev);
+			break;
+		case H1X_TUNNEL:
+			gw_conn_tunnel_run(c);
+			return;
+		case H1X_REFUSE: {
+			int rc = half_write(&x->down, c->cli.x);
+
+			if (rc < 0) {
+				gw_conn_close(c, GW_R_CLIENT_CLOSED);
+				return;
+			}
+			if (rc == 0) {
+				cev = EPOLLOUT;
+				break;
+			}
+			/* Written: stop sending, and read what the client still
+			 * sends for a while, so that closing with unread bytes
+			 * does not reset the connection before our answer is
+			 * read (a lingering close). */
+			h1x_linger(c);
+			again = true;
+			break;
+		}
+		case H1X_LINGER: {
+			char sink[4096];
+			ssize_t n = gw_xprt_recv(c->cli.x, sink, sizeof(sink));
+
+			if (n > 0 && (size_t)n < x->linger_left) {
+				x->linger_left -= (size_t)n;
+				again = true;
+			} else if (n == -EAGAIN) {
+				cev = EPOLLIN;
+			} else {
+				gw_conn_close(c, GW_R_NONE);
+				return;
+			}
+			break;
+		}
+		}
+		if (c->closed)
+			return;
+		if (!again)
+			break;
+	}
+	if (c->state == H1X_EXCHANGE && (cev | uev) == 0 && !again)
+		gw_log_debug("forward %s: exchange waits on nothing", c->src);
+	if (again) {
+		/* Still work to do after a fair share: let other connections
+		 * run first, and come back when the loop says the sockets are
+		 * ready (level-triggered, so at once if they still are). */
+		cev = EPOLLIN | EPOLLOUT;
+		uev = c->up.x ? EPOLLIN | EPOLLOUT : 0;
+	}
+	/* Any byte in or out is activity: a slow but moving transfer is not
+	 * idle. */
+	if ((c->state == H1X_EXCHANGE || c->state == H1X_HEAD) &&
+	    io != x->up.in + x->up.out + x->down.in + x->down.out)
+		h1x_touch(c);
+	gw_conn_watch(c, cev, uev);
+}
+
+bool
+gw_h1x_event(struct gw_conn *c, bool upstream, uint32_t events)
+{
+	struct gw_h1x *x = h1x(c);
+
+	if (!upstream) {
+		x->skip_client_read = false;
+		if (events & EPOLLERR) {
+			gw_conn_close(c, GW_R_CLIENT_CLOSED);
+			return false;
+		}
+		return true;
+	}
+	x->skip_up_read = false;
+	/* (An idle upstream's error is handled below; a tunnel finds its
+	 * errors in send and recv.) */
+	if ((events & EPOLLERR) && c->state == H1X_EXCHANGE) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+
+		getsockopt(c->up.tcp.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		h1x_upstream_failed(c, err);
+		return c->state == H1X_REFUSE;
+	}
+	if (c->state == H1X_HEAD && x->u_idle &&
+	    (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))) {
+		/* An idle upstream connection spoke or closed: it cannot
+		 * carry a next request any more. */
+		gw_conn_upstream_drop(c);
+		x->u_idle = false;
+		return false;
+	}
+	return true;
+}
+
+void
+gw_h1x_timeout(struct gw_conn *c)
+{
+	/* Head, idle, refusal and linger deadlines all end the connection;
+	 * a dial keeps its own (DNS, connect) and answers 504 itself. */
+	gw_conn_close(c, c->state == H1X_LINGER || c->state == H1X_REFUSE ? GW_R_NONE
+									  : GW_R_IDLE_TIMEOUT);
+}
+
+void
+gw_h1x_busy(int fd, const char *src, enum gw_reason why)
+{
+#define BUSY_BODY "sluice: too-many-connections: the gateway is full\n"
+	static const char busy[] =
+		"HTTP/1.1 503 Service Unavailable\r\nSluice-Reason: too-many-connections\r\n"
+		"Content-Type: text/plain\r\nContent-Length: 50\r\nConnection: close\r\n\r\n"
+		BUSY_BODY;
+	_Static_assert(sizeof(BUSY_BODY) - 1 == 50, "Content-Length of the busy answer");
+
+	(void)src;
+	(void)why;
+	(void)!send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void
+gw_h1x_start(struct gw_h1x *x, gw_h1x_route_fn route)
+{
+	struct gw_conn *c = &x->base;
+
+	x->route = route;
+	gw_h1_parser_init(&x->parser, GW_H1_REQUEST, gw_conn_gateway(c)->max_header_bytes);
+	c->state = H1X_HEAD;
+	gw_conn_arm(c, H1X_HEAD_TIMEOUT_MS);
+	/* Most clients send at once: try before waiting for an event. */
+	gw_h1x_run(c);
+}
