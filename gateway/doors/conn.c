@@ -44,6 +44,12 @@ conn_release(void)
 	__atomic_sub_fetch(&conns_live, 1, __ATOMIC_RELAXED);
 }
 
+uint64_t
+gw_conns_live(void)
+{
+	return __atomic_load_n(&conns_live, __ATOMIC_RELAXED);
+}
+
 const struct conf_gateway *
 gw_conn_gateway(const struct gw_conn *c)
 {
@@ -129,6 +135,8 @@ gw_conn_accept(struct gw_worker *w, int fd, int lane, const struct gw_door *door
 	if (w->conns)
 		w->conns->prev = c;
 	w->conns = c;
+	if (w->stack)
+		w->stack(c, false);
 	if (gw_io_add(w->loop, &c->cli.io, fd, EPOLLIN, conn_io, c) < 0) {
 		gw_conn_close(c, GW_R_INTERNAL);
 		return NULL;
@@ -311,6 +319,8 @@ gw_conn_upstream_attach(struct gw_conn *c, int fd)
 {
 	gw_xprt_tcp_init(&c->up.tcp, fd);
 	c->up.x = &c->up.tcp;
+	if (c->w->stack)
+		c->w->stack(c, true);
 	if (gw_io_add(c->w->loop, &c->up.io, fd, 0, conn_io, c) < 0) {
 		gw_xprt_close(c->up.x);
 		c->up.x = NULL;

@@ -68,6 +68,10 @@ bool gw_conn_tunnel_run(struct gw_conn *c);
  * then closes it: with unread bytes queued, close(2) would send a reset. */
 void gw_conn_drain_close(int fd);
 
+/* Connections open now, over every door and worker (counted in at
+ * accept, out at the teardown). */
+uint64_t gw_conns_live(void);
+
 /* Every live connection of worker w ends (shutdown). */
 void gw_conns_close_all(struct gw_worker *w);
 

@@ -48,10 +48,13 @@ struct gw_worker {
 	struct gw_conn *conns;          /* every live connection, any door */
 	bool use_splice;
 	uint64_t accepted;
-	/* Tests only: reach upstreams through this instead of gw_dial_start()
-	 * (same contract: cb runs once, later). NULL in the daemon. */
+	/* Tests only, NULL in the daemon: reach upstreams through `dial`
+	 * instead of gw_dial_start() (same contract: cb runs once, later),
+	 * and give `stack` each new side's transport stack (the client's at
+	 * accept, the upstream's when attached) to push layers on. */
 	void (*dial)(struct gw_dial *d, struct gw_worker *w, const char *host, uint16_t port,
 		     gw_dial_cb cb, void *arg);
+	void (*stack)(struct gw_conn *c, bool upstream);
 };
 
 #endif
