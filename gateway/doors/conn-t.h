@@ -25,6 +25,12 @@ struct gw_conn;
 struct gw_snap;
 struct gw_worker;
 
+/* A dial's end, for the door: why == GW_R_NONE and c->up attached, or why
+ * not (err: the errno behind it, or 0; detail: a line for the client,
+ * valid during the call). */
+typedef void (*gw_conn_dialed_fn)(struct gw_conn *c, enum gw_reason why, int err,
+				  const char *detail);
+
 /* A door kind: its name and its hooks into the common connection. */
 struct gw_door {
 	const char *name;               /* door= in the access line; log lines */
@@ -95,7 +101,7 @@ struct gw_conn {
 	struct gw_timer timer;
 	struct gw_defer defer;
 	struct gw_dial dial;
-	gw_dial_cb dial_cb;             /* the door's, for the dial under way */
+	gw_conn_dialed_fn dialed;       /* the door's, for the dial under way */
 	struct gw_tunnel tun;
 	struct gw_conn_req req;
 };

@@ -292,7 +292,9 @@ gw_conn_disarm(struct gw_conn *c)
 	gw_timer_cancel(c->w->loop, &c->timer);
 }
 
-/* The dial's end, passed to the door with the upstream noted. */
+static int conn_upstream_attach(struct gw_conn *c, int fd);
+
+/* The dial's end, passed to the door with the upstream attached. */
 static void
 conn_dialed(struct gw_dial *d, int fd, enum gw_reason why, int err, const char *detail,
 	    void *arg)
@@ -300,13 +302,18 @@ conn_dialed(struct gw_dial *d, int fd, enum gw_reason why, int err, const char *
 	struct gw_conn *c = arg;
 
 	snprintf(c->req.upstream, sizeof(c->req.upstream), "%s", d->upstream);
-	c->dial_cb(d, fd, why, err, detail, c);
+	if (fd >= 0 && conn_upstream_attach(c, fd) < 0) {
+		why = GW_R_INTERNAL;
+		err = 0;
+		detail = "cannot watch the upstream connection";
+	}
+	c->dialed(c, why, err, detail);
 }
 
 void
-gw_conn_dial(struct gw_conn *c, const char *host, uint16_t port, gw_dial_cb cb)
+gw_conn_dial(struct gw_conn *c, const char *host, uint16_t port, gw_conn_dialed_fn dialed)
 {
-	c->dial_cb = cb;
+	c->dialed = dialed;
 	if (c->w->dial)
 		c->w->dial(&c->dial, c->w, host, port, conn_dialed, c);
 	else
@@ -314,8 +321,10 @@ gw_conn_dial(struct gw_conn *c, const char *host, uint16_t port, gw_dial_cb cb)
 			      conn_dialed, c);
 }
 
-int
-gw_conn_upstream_attach(struct gw_conn *c, int fd)
+/* Takes a connected upstream socket as c's upstream side. 0, or -1 with
+ * fd closed. */
+static int
+conn_upstream_attach(struct gw_conn *c, int fd)
 {
 	gw_xprt_tcp_init(&c->up.tcp, fd);
 	c->up.x = &c->up.tcp;

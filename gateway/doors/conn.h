@@ -42,14 +42,11 @@ void gw_conn_watch(struct gw_conn *c, uint32_t cev, uint32_t uev);
 void gw_conn_arm(struct gw_conn *c, uint64_t ms);
 void gw_conn_disarm(struct gw_conn *c);
 
-/* Reaches host:port for c under c->policy (dial.h): cb runs once, later.
- * The upstream's address tried last is copied into c->req.upstream before
- * cb runs. */
-void gw_conn_dial(struct gw_conn *c, const char *host, uint16_t port, gw_dial_cb cb);
-
-/* Takes a connected upstream socket as c's upstream side (a TCP transport,
- * watched with no interest yet). 0, or -1 with fd closed. */
-int gw_conn_upstream_attach(struct gw_conn *c, int fd);
+/* Reaches host:port for c under c->policy (dial.h) and makes the
+ * connected socket c's upstream side (a TCP transport, watched with no
+ * interest yet); then `dialed` runs, once, later. The address tried last
+ * is in c->req.upstream by then. */
+void gw_conn_dial(struct gw_conn *c, const char *host, uint16_t port, gw_conn_dialed_fn dialed);
 
 /* Closes the upstream side, if any. */
 void gw_conn_upstream_drop(struct gw_conn *c);

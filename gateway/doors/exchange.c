@@ -317,20 +317,13 @@ static void h1x_start_tunnel(struct gw_conn *c, bool upgrade);
 
 /* The dial ended: a connected upstream, or why not. */
 static void
-h1x_dialed(struct gw_dial *d, int fd, enum gw_reason why, int err, const char *detail, void *arg)
+h1x_dialed(struct gw_conn *c, enum gw_reason why, int err, const char *detail)
 {
-	struct gw_h1x *x = arg;
-	struct gw_conn *c = &x->base;
+	struct gw_h1x *x = h1x(c);
 
-	(void)d;
 	(void)err;
-	if (fd < 0) {
+	if (why != GW_R_NONE) {
 		gw_h1x_refuse(x, gw_dial_status(why), why, "%s", detail);
-		gw_h1x_run(c);
-		return;
-	}
-	if (gw_conn_upstream_attach(c, fd) < 0) {
-		gw_h1x_refuse(x, 502, GW_R_INTERNAL, "cannot watch the upstream connection");
 		gw_h1x_run(c);
 		return;
 	}

@@ -23,7 +23,14 @@ extern const char *const gw_h1x_state_names[];
  * the gw_h1x_* below): the first head is awaited. */
 void gw_h1x_start(struct gw_h1x *x, gw_h1x_route_fn route);
 
-/* The door hooks (struct gw_door) of an exchange door. */
+/* The struct gw_door of a door that is "a transport + the exchange": its
+ * connection type begins with struct gw_h1x. */
+#define GW_H1X_DOOR(door_name, type)                                                    \
+	{ .name = (door_name), .states = gw_h1x_state_names, .size = sizeof(type),      \
+	  .run = gw_h1x_run, .event = gw_h1x_event, .timeout = gw_h1x_timeout,          \
+	  .closing = gw_h1x_closing, .fini = gw_h1x_fini, .busy = gw_h1x_busy }
+
+/* The door hooks GW_H1X_DOOR names. */
 void gw_h1x_run(struct gw_conn *c);
 bool gw_h1x_event(struct gw_conn *c, bool upstream, uint32_t events);
 void gw_h1x_timeout(struct gw_conn *c);

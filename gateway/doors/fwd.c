@@ -190,17 +190,7 @@ fwd_route(struct gw_h1x *x)
 	return 0;
 }
 
-static const struct gw_door fwd_door = {
-	.name = "forward",
-	.states = gw_h1x_state_names,
-	.size = sizeof(struct fwd_conn),
-	.run = gw_h1x_run,
-	.event = gw_h1x_event,
-	.timeout = gw_h1x_timeout,
-	.closing = gw_h1x_closing,
-	.fini = gw_h1x_fini,
-	.busy = gw_h1x_busy,
-};
+static const struct gw_door fwd_door = GW_H1X_DOOR("forward", struct fwd_conn);
 
 void
 gw_fwd_accept(struct gw_worker *w, int fd, int lane)

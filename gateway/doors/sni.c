@@ -127,19 +127,13 @@ hello_reason(enum gw_tlshello_result r)
 }
 
 static void
-sni_dialed(struct gw_dial *d, int fd, enum gw_reason why, int err, const char *detail, void *arg)
+sni_dialed(struct gw_conn *c, enum gw_reason why, int err, const char *detail)
 {
-	struct sni_conn *s = arg;
-	struct gw_conn *c = &s->base;
+	struct sni_conn *s = gw_conn_door(c, struct sni_conn);
 
-	(void)d;
 	(void)err;
-	if (fd < 0) {
+	if (why != GW_R_NONE) {
 		sni_refuse(c, gw_dial_status(why), why, "%s:%u: %s", c->req.host, SNI_PORT, detail);
-		return;
-	}
-	if (gw_conn_upstream_attach(c, fd) < 0) {
-		gw_conn_close(c, GW_R_INTERNAL);
 		return;
 	}
 	c->req.status = 200;
@@ -286,13 +280,8 @@ sni_busy(int fd, const char *src, enum gw_reason why)
 }
 
 static const struct gw_door sni_door = {
-	.name = "sni",
-	.states = sni_state_names,
-	.size = sizeof(struct sni_conn),
-	.run = sni_run,
-	.timeout = sni_timeout,
-	.closing = sni_closing,
-	.fini = sni_fini,
+	.name = "sni", .states = sni_state_names, .size = sizeof(struct sni_conn),
+	.run = sni_run, .timeout = sni_timeout, .closing = sni_closing, .fini = sni_fini,
 	.busy = sni_busy,
 };
 

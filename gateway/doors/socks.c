@@ -150,16 +150,14 @@ socks_flush(struct socks_conn *s)
 /* ---- the request ---- */
 
 static void
-socks_dialed(struct gw_dial *d, int fd, enum gw_reason why, int err, const char *detail, void *arg)
+socks_dialed(struct gw_conn *c, enum gw_reason why, int err, const char *detail)
 {
-	struct socks_conn *s = arg;
-	struct gw_conn *c = &s->base;
+	struct socks_conn *s = gw_conn_door(c, struct socks_conn);
 	struct sockaddr_storage bound;
 	socklen_t bl = sizeof(bound);
 	int n;
 
-	(void)d;
-	if (fd < 0) {
+	if (why != GW_R_NONE) {
 		uint8_t rep = err && why == GW_R_CONNECT_FAILED ? gw_socks5_rep_for_errno(err)
 							       : gw_socks5_rep_for(why);
 
@@ -170,23 +168,19 @@ socks_dialed(struct gw_dial *d, int fd, enum gw_reason why, int err, const char 
 	/* Nothing may arrive before our reply: bytes sent while we dialled
 	 * would otherwise go upstream unchecked as the tunnel's first. */
 	if (!gw_xprt_quiet(c->cli.x)) {
-		close(fd);
+		gw_conn_upstream_drop(c);
 		socks_refuse(s, GW_SOCKS5_REP_GENERAL_FAILURE, GW_R_BAD_REQUEST,
 			     "bytes after the request before our reply");
 		c->door->run(c);
 		return;
 	}
 	/* BND.ADDR: the address the gateway connected from, as RFC 1928 asks. */
-	if (getsockname(fd, (struct sockaddr *)&bound, &bl) < 0)
+	if (getsockname(c->up.tcp.fd, (struct sockaddr *)&bound, &bl) < 0)
 		memset(&bound, 0, sizeof(bound));
 	n = gw_socks5_reply(s->out, sizeof(s->out), GW_SOCKS5_REP_SUCCEEDED,
 			    bound.ss_family ? (struct sockaddr *)&bound : NULL);
 	c->req.status = GW_SOCKS5_REP_SUCCEEDED;
 	gw_conn_disarm(c);
-	if (gw_conn_upstream_attach(c, fd) < 0) {
-		gw_conn_close(c, GW_R_INTERNAL);
-		return;
-	}
 	/* The success reply goes out through the tunnel, first. */
 	gw_conn_tunnel_start(c);
 	gw_conn_set_state(c, SOCKS_TUNNEL);
@@ -442,12 +436,8 @@ socks_busy(int fd, const char *src, enum gw_reason why)
 }
 
 static const struct gw_door socks_door = {
-	.name = "socks",
-	.states = socks_state_names,
-	.size = sizeof(struct socks_conn),
-	.run = socks_run,
-	.fini = socks_fini,
-	.busy = socks_busy,
+	.name = "socks", .states = socks_state_names, .size = sizeof(struct socks_conn),
+	.run = socks_run, .fini = socks_fini, .busy = socks_busy,
 };
 
 void
