@@ -7,6 +7,9 @@
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SLUICED=${SLUICED:-$ROOT/build/gateway/sluiced}
+# SLUICED_BASE: a second sluiced (another build, say main before a change)
+# measured in the same run, in a column "base" beside "sluice".
+SLUICED_BASE=${SLUICED_BASE:-}
 SECS=${BENCH_SECONDS:-10}
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
@@ -17,6 +20,8 @@ for tool in $BENCH_TOOLS; do
 		{ echo "bench/$BENCH_NAME.sh: $tool is missing (./build.sh bench installs it)" >&2; exit 1; }
 done
 [ -x "$SLUICED" ] || { echo "bench/$BENCH_NAME.sh: no $SLUICED (./build.sh build)" >&2; exit 1; }
+[ -z "$SLUICED_BASE" ] || [ -x "$SLUICED_BASE" ] ||
+	{ echo "bench/$BENCH_NAME.sh: SLUICED_BASE=$SLUICED_BASE is not executable" >&2; exit 1; }
 
 TMP=$(mktemp -d "/tmp/sl-bench-$BENCH_NAME.XXXXXX")
 NS=sl-bench-$BENCH_NAME-$$
@@ -31,6 +36,7 @@ cleanup() {
 	if declare -F bench_cleanup_extra >/dev/null; then bench_cleanup_extra || true; fi
 	ip netns del "$NS" 2>/dev/null || true
 	ip netns del "$NS-fleet" 2>/dev/null || true
+	ip netns del "$NS-fleetb" 2>/dev/null || true
 	rm -rf "$TMP"
 	exit $rc
 }
@@ -76,3 +82,39 @@ NGINX
 	ip netns exec "$NS" nginx -e "$TMP/nginx-error.log" -c "$TMP/nginx.conf" -g 'daemon off;' &
 	PIDS+=($!)
 }
+
+# sluiced_start NAME BIN FORWARD SOCKS FLEETNS: a sluiced in $NS with the
+# benchmark's one client and policy, its doors on FORWARD and SOCKS
+# (host:port, or off); its log is $TMP/NAME.log.
+sluiced_start() {
+	local name=$1 bin=$2 fwd=$3 socks=$4 fleet=$5
+	cat > "$TMP/$name.yaml" <<YAML
+daemon:
+  data_dir: $TMP/$name-data
+  fleet_netns: $fleet
+  control_socket: off
+  log: { level: warn, format: text }
+api: { listen: off, socket: off }
+gateway:
+  workers: auto
+  listen: { forward: $fwd, socks: $socks }
+  clients:
+    - { name: bench, match: { source: 127.0.0.0/8 }, policy: bench }
+  dns: { servers: [127.0.0.1], timeout_ms: 500, attempts: 1 }
+  limits: { max_connections: 100000 }
+  access_log: off
+lanes: []
+pools: []
+tenants: []
+policies:
+  - name: bench
+    allow: ["$ORIGIN"]
+    allow_private: [127.0.0.0/8]
+YAML
+	ip netns exec "$NS" "$bin" --config "$TMP/$name.yaml" 2>"$TMP/$name.log" &
+	PIDS+=($!)
+}
+
+# The columns of the table: sluice, and base when there is one.
+SLUICES="sluice"
+[ -z "$SLUICED_BASE" ] || SLUICES="sluice base"

@@ -5,6 +5,7 @@
 # figures. Needs root, nginx, wrk, tinyproxy, squid, curl and python3.
 #
 #   SLUICED   the daemon (default: build/gateway/sluiced)
+#   SLUICED_BASE  another sluiced to measure beside it (column "base")
 #   BENCH_SECONDS  length of each wrk and CONNECT run (default 10)
 set -euo pipefail
 
@@ -12,36 +13,13 @@ BENCH_NAME=forward
 BENCH_TOOLS="nginx wrk tinyproxy squid curl"
 . "$(dirname "$0")/common.bash"
 
-SL=127.0.0.1:3128 TP=127.0.0.1:8888 SQ=127.0.0.1:3129
+SL=127.0.0.1:3128 TP=127.0.0.1:8888 SQ=127.0.0.1:3129 BASE=127.0.0.1:3130
 
 bench_origin
 
-# --- sluiced ---------------------------------------------------------------
-cat > "$TMP/sluice.yaml" <<YAML
-daemon:
-  data_dir: $TMP/data
-  fleet_netns: $NS-fleet
-  control_socket: off
-  log: { level: warn, format: text }
-api: { listen: off, socket: off }
-gateway:
-  workers: auto
-  listen: { forward: $SL, socks: off }
-  clients:
-    - { name: bench, match: { source: 127.0.0.0/8 }, policy: bench }
-  dns: { servers: [127.0.0.1], timeout_ms: 500, attempts: 1 }
-  limits: { max_connections: 100000 }
-  access_log: off
-lanes: []
-pools: []
-tenants: []
-policies:
-  - name: bench
-    allow: ["$ORIGIN"]
-    allow_private: [127.0.0.0/8]
-YAML
-ip netns exec "$NS" "$SLUICED" --config "$TMP/sluice.yaml" 2>"$TMP/sluiced.log" &
-PIDS+=($!)
+# --- sluiced (and the baseline build, when given) --------------------------------
+sluiced_start sluiced "$SLUICED" "$SL" off "$NS-fleet"
+[ -z "$SLUICED_BASE" ] || sluiced_start base "$SLUICED_BASE" "$BASE" off "$NS-fleetb"
 
 # --- tinyproxy ---------------------------------------------------------------
 cat > "$TMP/tinyproxy.conf" <<TINY
@@ -100,6 +78,10 @@ answers sluiced -x "http://$SL"
 answers tinyproxy -x "http://$TP"
 answers squid -x "http://$SQ"
 answers sluiced -p -x "http://$SL"
+if [ -n "$SLUICED_BASE" ]; then
+	answers base -x "http://$BASE"
+	answers base -p -x "http://$BASE"
+fi
 answers tinyproxy -p -x "http://$TP"
 answers squid -p -x "http://$SQ"
 
@@ -138,27 +120,33 @@ declare -A R
 echo "  GET 1 KiB, wrk -t2 -c50 ..." >&2
 R[rps,direct]=$(wrk_rps direct "http://$ORIGIN/1k")
 R[rps,sluice]=$(wrk_rps sluice "http://$SL/" -s "$TMP/abs.lua")
+[ -z "$SLUICED_BASE" ] || R[rps,base]=$(wrk_rps base "http://$BASE/" -s "$TMP/abs.lua")
 R[rps,tinyproxy]=$(wrk_rps tinyproxy "http://$TP/" -s "$TMP/abs.lua")
 R[rps,squid]=$(wrk_rps squid "http://$SQ/" -s "$TMP/abs.lua")
 echo "  CONNECT + one GET + close, 50 in parallel ..." >&2
 R[conn,direct]=$(conn_rate direct -)
 R[conn,sluice]=$(conn_rate sluice "$SL")
+[ -z "$SLUICED_BASE" ] || R[conn,base]=$(conn_rate base "$BASE")
 R[conn,tinyproxy]=$(conn_rate tinyproxy "$TP")
 R[conn,squid]=$(conn_rate squid "$SQ")
 echo "  one tunnel, 1 GiB ..." >&2
 R[tput,direct]=$(mbps)
 R[tput,sluice]=$(mbps -p -x "http://$SL")
+[ -z "$SLUICED_BASE" ] || R[tput,base]=$(mbps -p -x "http://$BASE")
 R[tput,tinyproxy]=$(mbps -p -x "http://$TP")
 R[tput,squid]=$(mbps -p -x "http://$SQ")
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 cell() { printf '%s (%s)' "$1" "$(ratio "$1" "$2")"; }
 echo
-printf '%-34s %10s  %-16s %-16s %-16s\n' "forward door, figure (ratio to direct)" direct sluice tinyproxy squid
+printf '%-34s %10s ' "forward door, figure (ratio to direct)" direct
+for who in $SLUICES tinyproxy squid; do printf ' %-16s' "$who"; done
+echo
 for row in "rps:GET 1 KiB keep-alive, req/s" "conn:CONNECT+GET+close, conn/s" "tput:one tunnel, 1 GiB, MB/s"; do
 	k=${row%%:*}
-	printf '%-34s %10s  %-16s %-16s %-16s\n' "${row#*:}" "${R[$k,direct]}" \
-		"$(cell "${R[$k,sluice]}" "${R[$k,direct]}")" \
-		"$(cell "${R[$k,tinyproxy]}" "${R[$k,direct]}")" \
-		"$(cell "${R[$k,squid]}" "${R[$k,direct]}")"
+	printf '%-34s %10s ' "${row#*:}" "${R[$k,direct]}"
+	for who in $SLUICES tinyproxy squid; do
+		printf ' %-16s' "$(cell "${R[$k,$who]}" "${R[$k,direct]}")"
+	done
+	echo
 done

@@ -6,6 +6,7 @@
 # python3.
 #
 #   SLUICED        the daemon (default: build/gateway/sluiced)
+#   SLUICED_BASE   another sluiced to measure beside it (column "base")
 #   BENCH_SECONDS  length of each connection-rate run (default 10)
 set -euo pipefail
 
@@ -21,36 +22,13 @@ bench_cleanup_extra() {
 	fi
 }
 
-SL=127.0.0.1:1080 MS=127.0.0.1:1081 DA=127.0.0.1:1082
+SL=127.0.0.1:1080 MS=127.0.0.1:1081 DA=127.0.0.1:1082 BASE=127.0.0.1:1083
 
 bench_origin
 
-# --- sluiced: the SOCKS door only ---------------------------------------------
-cat > "$TMP/sluice.yaml" <<YAML
-daemon:
-  data_dir: $TMP/data
-  fleet_netns: $NS-fleet
-  control_socket: off
-  log: { level: warn, format: text }
-api: { listen: off, socket: off }
-gateway:
-  workers: auto
-  listen: { forward: 127.0.0.1:3128, socks: $SL }
-  clients:
-    - { name: bench, match: { source: 127.0.0.0/8 }, policy: bench }
-  dns: { servers: [127.0.0.1], timeout_ms: 500, attempts: 1 }
-  limits: { max_connections: 100000 }
-  access_log: off
-lanes: []
-pools: []
-tenants: []
-policies:
-  - name: bench
-    allow: ["$ORIGIN"]
-    allow_private: [127.0.0.0/8]
-YAML
-ip netns exec "$NS" "$SLUICED" --config "$TMP/sluice.yaml" 2>"$TMP/sluiced.log" &
-PIDS+=($!)
+# --- sluiced: the SOCKS door only (and the baseline build, when given) ----------
+sluiced_start sluiced "$SLUICED" 127.0.0.1:3128 "$SL" "$NS-fleet"
+[ -z "$SLUICED_BASE" ] || sluiced_start base "$SLUICED_BASE" 127.0.0.1:3130 "$BASE" "$NS-fleetb"
 
 # --- microsocks (a thread per connection) ---------------------------------------
 ip netns exec "$NS" microsocks -i "${MS%:*}" -p "${MS##*:}" >"$TMP/microsocks.log" 2>&1 &
@@ -87,6 +65,7 @@ answers() { # NAME CURL-ARGS...
 }
 answers nginx
 answers sluiced --socks5 "$SL"
+[ -z "$SLUICED_BASE" ] || answers base --socks5 "$BASE"
 answers microsocks --socks5 "$MS"
 answers danted --socks5 "$DA"
 
@@ -109,22 +88,27 @@ declare -A R
 echo "  greeting + CONNECT + one GET + close, 50 in parallel ..." >&2
 R[conn,direct]=$(conn_rate direct -)
 R[conn,sluice]=$(conn_rate sluice "$SL")
+[ -z "$SLUICED_BASE" ] || R[conn,base]=$(conn_rate base "$BASE")
 R[conn,microsocks]=$(conn_rate microsocks "$MS")
 R[conn,dante]=$(conn_rate dante "$DA")
 echo "  one stream, 1 GiB ..." >&2
 R[tput,direct]=$(mbps)
 R[tput,sluice]=$(mbps --socks5 "$SL")
+[ -z "$SLUICED_BASE" ] || R[tput,base]=$(mbps --socks5 "$BASE")
 R[tput,microsocks]=$(mbps --socks5 "$MS")
 R[tput,dante]=$(mbps --socks5 "$DA")
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 cell() { printf '%s (%s)' "$1" "$(ratio "$1" "$2")"; }
 echo
-printf '%-34s %10s  %-16s %-16s %-16s\n' "SOCKS door, figure (ratio to direct)" direct sluice microsocks dante
+printf '%-34s %10s ' "SOCKS door, figure (ratio to direct)" direct
+for who in $SLUICES microsocks dante; do printf ' %-16s' "$who"; done
+echo
 for row in "conn:CONNECT+GET+close, conn/s" "tput:one stream, 1 GiB, MB/s"; do
 	k=${row%%:*}
-	printf '%-34s %10s  %-16s %-16s %-16s\n' "${row#*:}" "${R[$k,direct]}" \
-		"$(cell "${R[$k,sluice]}" "${R[$k,direct]}")" \
-		"$(cell "${R[$k,microsocks]}" "${R[$k,direct]}")" \
-		"$(cell "${R[$k,dante]}" "${R[$k,direct]}")"
+	printf '%-34s %10s ' "${row#*:}" "${R[$k,direct]}"
+	for who in $SLUICES microsocks dante; do
+		printf ' %-16s' "$(cell "${R[$k,$who]}" "${R[$k,direct]}")"
+	done
+	echo
 done
