@@ -22,6 +22,7 @@
 #include "conn.h"
 #include "dial.h"
 #include "exchange.h"
+#include "message.h"
 #include "http1.h"
 #include "log.h"
 #include "loop.h"
@@ -31,8 +32,6 @@
 #include "tunnel.h"
 #include "worker.h"
 
-#define H1X_BUF 16384
-#define H1X_HEAD_EXTRA 512      /* a rebuilt head: the original plus this */
 #define H1X_LINGER_MS 2000
 #define H1X_HEAD_TIMEOUT_MS 30000
 
@@ -48,151 +47,6 @@ static struct gw_h1x *
 h1x(struct gw_conn *c)
 {
 	return (struct gw_h1x *)(void *)c;
-}
-
-/* ---- buffers ---- */
-
-static int
-half_reserve(struct gw_h1x_half *h, size_t want)
-{
-	char *b;
-
-	if (h->cap >= want)
-		return 0;
-	b = realloc(h->buf, want);
-	if (!b)
-		return -ENOMEM;
-	h->buf = b;
-	h->cap = want;
-	return 0;
-}
-
-/* Drops the bytes already written, so reads have room. */
-static void
-half_compact(struct gw_h1x_half *h)
-{
-	if (h->wpos == 0)
-		return;
-	memmove(h->buf, h->buf + h->wpos, h->len - h->wpos);
-	h->len -= h->wpos;
-	h->parsed -= h->wpos;
-	h->fend -= h->wpos;
-	h->wpos = 0;
-}
-
-static void
-half_reset(struct gw_h1x_half *h)
-{
-	free(h->hbuf);
-	h->hbuf = NULL;
-	h->hlen = h->hpos = 0;
-	h->in_body = h->done = false;
-}
-
-static void
-half_free(struct gw_h1x_half *h)
-{
-	free(h->buf);
-	free(h->hbuf);
-	memset(h, 0, sizeof(*h));
-}
-
-static bool
-half_pending(const struct gw_h1x_half *h)
-{
-	return h->hpos < h->hlen || h->wpos < h->fend;
-}
-
-/* Reads from t into h. Returns bytes read, 0 on EOF, -EAGAIN, or -errno. */
-static ssize_t
-half_read(struct gw_h1x_half *h, struct gw_xprt *t, size_t limit)
-{
-	ssize_t n;
-
-	if (h->len == h->cap) {
-		half_compact(h);
-		if (h->len == h->cap) {
-			size_t want = h->cap ? h->cap * 2 : H1X_BUF;
-
-			if (want > limit)
-				want = limit;
-			if (want <= h->cap || half_reserve(h, want) < 0)
-				return -ENOBUFS;
-		}
-	}
-	n = gw_xprt_recv(t, h->buf + h->len, h->cap - h->len);
-	if (n < 0)
-		return n;
-	h->len += (size_t)n;
-	h->in += (uint64_t)n;
-	return n;
-}
-
-/* Writes what is ready, the rebuilt head and the body after it in one
- * gather write. Returns 1 if all was written, 0 if it would block, -errno
- * on error. */
-static int
-half_write(struct gw_h1x_half *h, struct gw_xprt *t)
-{
-	while (half_pending(h)) {
-		struct iovec iov[2];
-		int iovcnt = 0;
-		size_t head = h->hlen - h->hpos;
-		ssize_t r;
-
-		if (head) {
-			iov[iovcnt].iov_base = h->hbuf + h->hpos;
-			iov[iovcnt++].iov_len = head;
-		}
-		if (h->wpos < h->fend) {
-			iov[iovcnt].iov_base = h->buf + h->wpos;
-			iov[iovcnt++].iov_len = h->fend - h->wpos;
-		}
-		r = gw_xprt_sendv(t, iov, iovcnt);
-		if (r < 0)
-			return r == -EAGAIN ? 0 : (int)r;
-		h->out += (uint64_t)r;
-		if ((size_t)r <= head) {
-			h->hpos += (size_t)r;
-		} else {
-			h->hpos = h->hlen;
-			h->wpos += (size_t)r - head;
-		}
-	}
-	if (h->wpos == h->len) {
-		h->wpos = h->fend = h->parsed = h->len = 0;
-	}
-	return 1;
-}
-
-/* Checks body bytes past `parsed` and makes them ready to write. */
-static int
-half_body(struct gw_h1x_half *h)
-{
-	while (!h->done && h->parsed < h->len) {
-		struct gw_h1_span data;
-		size_t used = 0;
-		enum gw_h1_result r;
-
-		r = gw_h1_body_feed(&h->body, h->buf + h->parsed, h->len - h->parsed, &used, &data);
-		if (r == GW_H1_ERROR)
-			return -EPROTO;
-		if (h->body.mode == GW_H1_RAW) {
-			h->parsed += used;
-			h->fend = h->parsed;
-		} else {
-			/* Decoded payload moves down over the framing it came in. */
-			if (data.len && data.p != h->buf + h->fend)
-				memmove(h->buf + h->fend, data.p, data.len);
-			h->fend += data.len;
-			h->parsed += used;
-		}
-		if (r == GW_H1_DONE)
-			h->done = true;
-		if (used == 0 && r == GW_H1_AGAIN)
-			break;
-	}
-	return 0;
 }
 
 /* ---- responses of our own ---- */
@@ -233,7 +87,7 @@ gw_h1x_refuse(struct gw_h1x *x, unsigned status, enum gw_reason reason, const ch
 	blen = snprintf(body, sizeof(body), "sluice: %s: %s\n", gw_reason_name(reason), detail);
 	if (status == 407)
 		extra = "Proxy-Authenticate: Basic realm=\"sluice\"\r\n";
-	half_reset(&x->down);
+	gw_half_reset(&x->down);
 	x->down.len = x->down.wpos = x->down.fend = x->down.parsed = 0;
 	x->down.hbuf = malloc(1024 + sizeof(body));
 	if (!x->down.hbuf) {
@@ -267,8 +121,8 @@ gw_h1x_fini(struct gw_conn *c)
 {
 	struct gw_h1x *x = h1x(c);
 
-	half_free(&x->up);
-	half_free(&x->down);
+	gw_half_free(&x->up);
+	gw_half_free(&x->down);
 }
 
 /* The teardown's first step (conn.h): a request cut short still gets its
@@ -393,79 +247,13 @@ h1x_request(struct gw_h1x *x)
 	gw_conn_dial(c, c->req.host, c->req.port, h1x_dialed);
 }
 
-/* Rebuilds the request head for the origin in x->up.hbuf. */
-static int
-h1x_build_request(struct gw_conn *c)
-{
-	struct gw_h1x *x = h1x(c);
-	struct gw_h1_writer wr;
-	char target[8192], hostv[GW_HOST_MAX + 16];
-	size_t cap = x->reqh.head_len + H1X_HEAD_EXTRA;
-	int tl, hl;
-	static const struct gw_h1_span via_n = { "Via", 3 }, via_v = { "1.1 sluice", 10 };
-
-	tl = snprintf(target, sizeof(target), "%.*s%s%.*s", (int)x->target.path.len,
-		      x->target.path.p, x->target.has_query ? "?" : "",
-		      (int)x->target.query.len, x->target.query.p);
-	if (tl < 0 || (size_t)tl >= sizeof(target))
-		return -ENOSPC;
-	if (x->target.port_explicit)
-		hl = snprintf(hostv, sizeof(hostv), strchr(c->req.host, ':') ? "[%s]:%u" : "%s:%u",
-			      c->req.host, c->req.port);
-	else
-		hl = snprintf(hostv, sizeof(hostv), strchr(c->req.host, ':') ? "[%s]" : "%s", c->req.host);
-	x->up.hbuf = malloc(cap);
-	if (!x->up.hbuf)
-		return -ENOMEM;
-	gw_h1_writer_init(&wr, x->up.hbuf, cap);
-	gw_h1_write_request_line(&wr, x->reqh.method, (struct gw_h1_span){ target, (size_t)tl }, 1);
-	gw_h1_write_header(&wr, (struct gw_h1_span){ "Host", 4 }, (struct gw_h1_span){ hostv, (size_t)hl });
-	for (size_t i = 0; i < x->reqh.nheaders; i++) {
-		const struct gw_h1_header *h = &x->reqh.headers[i];
-
-		if (h->name.len == 4 && strncasecmp(h->name.p, "Host", 4) == 0)
-			continue;
-		/* Framing is written from what the parser decided, never
-		 * copied: a Connection field naming Content-Length must not
-		 * strip the framing the body is relayed by. */
-		if (h->name.len == 14 && strncasecmp(h->name.p, "Content-Length", 14) == 0)
-			continue;
-		if (gw_h1_hop_by_hop(&x->reqh, h->name.p, h->name.len))
-			continue;
-		gw_h1_write_header(&wr, h->name, h->value);
-	}
-	if (x->reqh.has_content_length) {
-		char cl[24];
-		int n = snprintf(cl, sizeof(cl), "%llu", (unsigned long long)x->reqh.content_length);
-
-		gw_h1_write_header(&wr, (struct gw_h1_span){ "Content-Length", 14 },
-				   (struct gw_h1_span){ cl, (size_t)n });
-	}
-	if (x->reqh.body == GW_H1_BODY_CHUNKED)
-		gw_h1_write_header(&wr, (struct gw_h1_span){ "Transfer-Encoding", 17 },
-				   (struct gw_h1_span){ "chunked", 7 });
-	if (x->is_upgrade) {
-		const struct gw_h1_header *u = gw_h1_header_find(&x->reqh, "Upgrade");
-
-		gw_h1_write_header(&wr, (struct gw_h1_span){ "Connection", 10 },
-				   (struct gw_h1_span){ "Upgrade", 7 });
-		gw_h1_write_header(&wr, u->name, u->value);
-	}
-	gw_h1_write_header(&wr, via_n, via_v);
-	if (gw_h1_write_end(&wr) < 0)
-		return -ENOSPC;
-	x->up.hlen = wr.len;
-	x->up.hpos = 0;
-	return 0;
-}
-
 static void
 h1x_start_exchange(struct gw_conn *c)
 {
 	struct gw_h1x *x = h1x(c);
 	struct gw_h1x_half *up = &x->up, *down = &x->down;
 
-	if (h1x_build_request(c) < 0) {
+	if (gw_h1x_build_request(x) < 0) {
 		gw_h1x_refuse(x, 431, GW_R_HEADER_TOO_LARGE, "the rebuilt request head is too large");
 		return;
 	}
@@ -477,7 +265,7 @@ h1x_start_exchange(struct gw_conn *c)
 	up->done = x->reqh.body == GW_H1_BODY_NONE ||
 		   (x->reqh.body == GW_H1_BODY_LENGTH && x->reqh.content_length == 0);
 	up->out = 0;
-	half_reset(down);
+	gw_half_reset(down);
 	down->out = 0;
 	gw_h1_parser_init(&x->parser, GW_H1_RESPONSE, gw_conn_gateway(c)->max_header_bytes);
 	gw_h1_parser_set_request_method(&x->parser, x->reqh.method_id);
@@ -485,66 +273,6 @@ h1x_start_exchange(struct gw_conn *c)
 	x->close_after = false;
 	x->skip_up_read = true;         /* the request is not even sent yet */
 	gw_conn_set_state(c, H1X_EXCHANGE);
-}
-
-/* Rebuilds the response head for the client in x->down.hbuf. */
-static int
-h1x_build_response(struct gw_conn *c, bool decode_chunked)
-{
-	struct gw_h1x *x = h1x(c);
-	struct gw_h1_writer wr;
-	size_t cap = x->resph.head_len + H1X_HEAD_EXTRA;
-	static const struct gw_h1_span via_n = { "Via", 3 }, via_v = { "1.1 sluice", 10 };
-	bool switching = x->resph.status == 101;
-
-	free(x->down.hbuf);
-	x->down.hbuf = malloc(cap);
-	if (!x->down.hbuf)
-		return -ENOMEM;
-	gw_h1_writer_init(&wr, x->down.hbuf, cap);
-	gw_h1_write_status_line(&wr, x->resph.status, x->resph.status_text, 1);
-	for (size_t i = 0; i < x->resph.nheaders; i++) {
-		const struct gw_h1_header *h = &x->resph.headers[i];
-
-		if (h->name.len == 14 && strncasecmp(h->name.p, "Content-Length", 14) == 0)
-			continue;
-		if (gw_h1_hop_by_hop(&x->resph, h->name.p, h->name.len))
-			continue;
-		gw_h1_write_header(&wr, h->name, h->value);
-	}
-	/* As for requests: framing from the parser's decision. A HEAD or 304
-	 * answer keeps the length it announces. */
-	if (x->resph.has_content_length && !decode_chunked && !switching) {
-		char cl[24];
-		int n = snprintf(cl, sizeof(cl), "%llu", (unsigned long long)x->resph.content_length);
-
-		gw_h1_write_header(&wr, (struct gw_h1_span){ "Content-Length", 14 },
-				   (struct gw_h1_span){ cl, (size_t)n });
-	}
-	if (switching) {
-		const struct gw_h1_header *u = gw_h1_header_find(&x->resph, "Upgrade");
-
-		gw_h1_write_header(&wr, (struct gw_h1_span){ "Connection", 10 },
-				   (struct gw_h1_span){ "Upgrade", 7 });
-		if (u)
-			gw_h1_write_header(&wr, u->name, u->value);
-	} else if (x->resph.status >= 200) {
-		if (x->resph.body == GW_H1_BODY_CHUNKED && !decode_chunked)
-			gw_h1_write_header(&wr, (struct gw_h1_span){ "Transfer-Encoding", 17 },
-					   (struct gw_h1_span){ "chunked", 7 });
-		if (x->close_after)
-			gw_h1_write_header(&wr, (struct gw_h1_span){ "Connection", 10 },
-					   (struct gw_h1_span){ "close", 5 });
-		else if (x->reqh.version_minor == 0)
-			gw_h1_write_header(&wr, (struct gw_h1_span){ "Connection", 10 },
-					   (struct gw_h1_span){ "keep-alive", 10 });
-	}
-	gw_h1_write_header(&wr, via_n, via_v);
-	if (gw_h1_write_end(&wr) < 0)
-		return -ENOSPC;
-	x->down.hlen = wr.len;
-	x->down.hpos = 0;
-	return 0;
 }
 
 /* A response head arrived from the origin. */
@@ -560,7 +288,7 @@ h1x_response_head(struct gw_conn *c)
 	if (x->resph.status == 101) {
 		if (!x->is_upgrade)
 			return -EPROTO;
-		if (h1x_build_response(c, false) < 0)
+		if (gw_h1x_build_response(x, false) < 0)
 			return -ENOMEM;
 		c->req.status = 101;
 		h1x_start_tunnel(c, true);
@@ -574,7 +302,7 @@ h1x_response_head(struct gw_conn *c)
 			gw_h1_parser_set_request_method(&x->parser, x->reqh.method_id);
 			return 0;
 		}
-		if (h1x_build_response(c, false) < 0)
+		if (gw_h1x_build_response(x, false) < 0)
 			return -ENOMEM;
 		gw_h1_parser_init(&x->parser, GW_H1_RESPONSE, gw_conn_gateway(c)->max_header_bytes);
 		gw_h1_parser_set_request_method(&x->parser, x->reqh.method_id);
@@ -588,7 +316,7 @@ h1x_response_head(struct gw_conn *c)
 		decode = true;
 		x->close_after = true;
 	}
-	if (h1x_build_response(c, decode) < 0)
+	if (gw_h1x_build_response(x, decode) < 0)
 		return -ENOMEM;
 	gw_h1_body_init(&down->body, x->resph.body, x->resph.content_length,
 			decode ? GW_H1_DECODE : GW_H1_RAW);
@@ -641,9 +369,9 @@ h1x_exchange_done(struct gw_conn *c)
 	}
 	/* What the client sent after this request is the next one. */
 	x->up.wpos = x->up.fend = x->up.parsed;
-	half_compact(&x->up);
-	half_reset(&x->up);
-	half_reset(&x->down);
+	gw_half_compact(&x->up);
+	gw_half_reset(&x->up);
+	gw_half_reset(&x->down);
 	x->down.len = x->down.parsed = x->down.wpos = x->down.fend = 0;
 	c->req.method[0] = c->req.host[0] = '\0';
 	gw_h1_parser_init(&x->parser, GW_H1_REQUEST, gw_conn_gateway(c)->max_header_bytes);
@@ -685,8 +413,8 @@ h1x_start_tunnel(struct gw_conn *c, bool upgrade)
 		rc |= gw_tunnel_preload(&c->tun, GW_TUNNEL_C2U, up->buf + up->parsed + x->reqh.head_len,
 					up->len - up->parsed - x->reqh.head_len, false);
 	}
-	half_free(up);
-	half_free(down);
+	gw_half_free(up);
+	gw_half_free(down);
 	gw_conn_set_state(c, H1X_TUNNEL);
 	if (rc)
 		gw_conn_close(c, GW_R_INTERNAL);
@@ -742,7 +470,7 @@ h1x_run_head(struct gw_conn *c)
 		}
 		if (x->skip_client_read)
 			return false;
-		n = half_read(up, c->cli.x, limit);
+		n = gw_half_read(up, c->cli.x, limit);
 		if (n == -EAGAIN)
 			return false;
 		if (n == 0) {
@@ -785,11 +513,11 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 	int rc;
 
 	/* client -> upstream: body bytes already read are checked first */
-	if (half_body(up) < 0) {
+	if (gw_half_body(up) < 0) {
 		gw_conn_close(c, GW_R_BAD_REQUEST);
 		return false;
 	}
-	rc = half_write(up, c->up.x);
+	rc = gw_half_write(up, c->up.x);
 	if (rc < 0) {
 		h1x_upstream_failed(c, -rc);
 		return c->state == H1X_REFUSE;
@@ -797,11 +525,11 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 	if (rc == 0)
 		*uev |= EPOLLOUT;
 	if (rc == 1 && !up->done) {
-		ssize_t n = half_read(up, c->cli.x, H1X_BUF);
+		ssize_t n = gw_half_read(up, c->cli.x, H1X_BUF);
 
 		if (n > 0) {
 			moved = true;
-			if (half_body(up) < 0) {
+			if (gw_half_body(up) < 0) {
 				gw_conn_close(c, GW_R_BAD_REQUEST);
 				return false;
 			}
@@ -817,7 +545,7 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 	}
 
 	/* upstream -> client */
-	rc = half_write(down, c->cli.x);
+	rc = gw_half_write(down, c->cli.x);
 	if (rc < 0) {
 		gw_conn_close(c, GW_R_CLIENT_CLOSED);
 		return false;
@@ -835,7 +563,7 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 		return moved;
 	}
 	if (down->parsed == down->len) {
-		ssize_t n = half_read(down, c->up.x, down->in_body ? H1X_BUF
+		ssize_t n = gw_half_read(down, c->up.x, down->in_body ? H1X_BUF
 							     : gw_conn_gateway(c)->max_header_bytes + H1X_BUF);
 
 		if (n == -EAGAIN) {
@@ -882,10 +610,10 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 		}
 		if (rc > 0)
 			return true;    /* a tunnel now */
-		if (!down->in_body && half_pending(down))
+		if (!down->in_body && gw_half_pending(down))
 			return true;    /* send the 1xx first */
 	}
-	if (half_body(down) < 0) {
+	if (gw_half_body(down) < 0) {
 		gw_conn_close(c, GW_R_UPSTREAM_BAD_RESPONSE);
 		return false;
 	}
@@ -922,7 +650,7 @@ gw_h1x_run(struct gw_conn *c)
 			gw_conn_tunnel_run(c);
 			return;
 		case H1X_REFUSE: {
-			int rc = half_write(&x->down, c->cli.x);
+			int rc = gw_half_write(&x->down, c->cli.x);
 
 			if (rc < 0) {
 				gw_conn_close(c, GW_R_CLIENT_CLOSED);
