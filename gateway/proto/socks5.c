@@ -3,60 +3,16 @@
  *
  * The three messages are read by one byte-driven machine whose position
  * (step, field length, bytes of it read) lives in the parser, so input may
- * be split anywhere. Every fetch goes through a bounded reader, and the
- * machine never reads a byte past the end of the message of its phase.
+ * be split anywhere. Every fetch goes through the bounded reader (rd.h),
+ * and the machine never reads a byte past the end of the message of its
+ * phase.
  */
 #include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
 
+#include "rd.h"
 #include "socks5.h"
-
-/* ---- the bounded reader --------------------------------------------- */
-
-struct s5_rd {
-	const uint8_t *p;
-	size_t len;
-	size_t pos;
-};
-
-static struct s5_rd rd_make(const uint8_t *p, size_t len)
-{
-	struct s5_rd r = { .p = p, .len = len, .pos = 0 };
-	return r;
-}
-
-static bool rd_end(const struct s5_rd *r)
-{
-	return r->pos >= r->len;
-}
-
-/* The next byte without taking it, or -1 at the end. */
-static int rd_peek(const struct s5_rd *r)
-{
-	return r->pos < r->len ? r->p[r->pos] : -1;
-}
-
-static void rd_skip(struct s5_rd *r)
-{
-	if (r->pos < r->len)
-		r->pos++;
-}
-
-/* Copies up to `want` bytes into dst, stopping at the end of input and,
- * if stop_nul, before a NUL byte (left unread). Returns the count. */
-static size_t rd_copy(struct s5_rd *r, uint8_t *dst, size_t want,
-		      bool stop_nul)
-{
-	size_t n = 0;
-
-	while (n < want && r->pos < r->len) {
-		if (stop_nul && r->p[r->pos] == 0)
-			break;
-		dst[n++] = r->p[r->pos++];
-	}
-	return n;
-}
 
 /* ---- names and static messages -------------------------------------- */
 
@@ -176,14 +132,26 @@ static void field(struct gw_socks5_parser *p, enum gw_socks5_step st,
 	p->fill = 0;
 }
 
-/* Reads into a text field (user, password, domain): no NUL allowed. */
+/* Reads what has arrived of a binary field into dst[p->fill..p->need). */
+static void bytes(struct gw_socks5_parser *p, struct gw_rd *r, uint8_t *dst)
+{
+	struct gw_rd_span s = gw_rd_take(r, p->need - p->fill);
+
+	memcpy(dst + p->fill, s.p, s.len);
+	p->fill += s.len;
+}
+
+/* Reads into a text field (user, password, domain): no NUL allowed; the
+ * reader stops on a NUL, so *consumed names it. */
 static enum gw_socks5_result text(struct gw_socks5_parser *p,
-				  struct s5_rd *r, char *dst, size_t *dlen,
+				  struct gw_rd *r, char *dst, size_t *dlen,
 				  const char *nul_msg)
 {
-	p->fill += rd_copy(r, (uint8_t *)dst + p->fill, p->need - p->fill,
-			   true);
-	if (p->fill < p->need && rd_peek(r) == 0)
+	struct gw_rd_span s = gw_rd_until(r, 0, p->need - p->fill);
+
+	memcpy(dst + p->fill, s.p, s.len);
+	p->fill += s.len;
+	if (p->fill < p->need && gw_rd_peek(r) == 0)
 		return malformed(p, nul_msg, 0);
 	if (p->fill < p->need)
 		return GW_SOCKS5_AGAIN;
@@ -193,31 +161,30 @@ static enum gw_socks5_result text(struct gw_socks5_parser *p,
 }
 
 static enum gw_socks5_result step_greeting(struct gw_socks5_parser *p,
-					   struct s5_rd *r)
+					   struct gw_rd *r)
 {
 	struct gw_socks5_greeting *g = &p->greeting;
 	int c;
 
-	if (rd_end(r))
+	if (gw_rd_empty(r))
 		return GW_SOCKS5_AGAIN;
 	switch (p->step) {
 	case GW_SOCKS5_ST_VER:
-		c = rd_peek(r);
+		c = gw_rd_peek(r);
 		if (c != GW_SOCKS5_VERSION)
 			return malformed(p, wrong_version[c], (uint8_t)c);
-		rd_skip(r);
+		(void)gw_rd_getc(r);
 		p->step = GW_SOCKS5_ST_NMETHODS;
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_NMETHODS:
-		c = rd_peek(r);
+		c = gw_rd_peek(r);
 		if (c == 0)
 			return malformed(p, "zero methods", 0);
-		rd_skip(r);
+		(void)gw_rd_getc(r);
 		field(p, GW_SOCKS5_ST_METHODS, (size_t)c);
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_METHODS:
-		p->fill += rd_copy(r, g->methods + p->fill, p->need - p->fill,
-				   false);
+		bytes(p, r, g->methods);
 		if (p->fill < p->need)
 			return GW_SOCKS5_AGAIN;
 		g->nmethods = p->need;
@@ -228,27 +195,27 @@ static enum gw_socks5_result step_greeting(struct gw_socks5_parser *p,
 }
 
 static enum gw_socks5_result step_auth(struct gw_socks5_parser *p,
-				       struct s5_rd *r)
+				       struct gw_rd *r)
 {
 	struct gw_socks5_auth *a = &p->auth;
 	enum gw_socks5_result rc;
 	int c;
 
-	if (rd_end(r))
+	if (gw_rd_empty(r))
 		return GW_SOCKS5_AGAIN;
 	switch (p->step) {
 	case GW_SOCKS5_ST_VER:
-		c = rd_peek(r);
+		c = gw_rd_peek(r);
 		if (c != GW_SOCKS5_AUTH_VERSION)
 			return malformed(p, wrong_auth_version[c], (uint8_t)c);
-		rd_skip(r);
+		(void)gw_rd_getc(r);
 		p->step = GW_SOCKS5_ST_ULEN;
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_ULEN:
-		c = rd_peek(r);
+		c = gw_rd_peek(r);
 		if (c == 0)
 			return malformed(p, "username length 0", 0);
-		rd_skip(r);
+		(void)gw_rd_getc(r);
 		field(p, GW_SOCKS5_ST_UNAME, (size_t)c);
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_UNAME:
@@ -259,10 +226,10 @@ static enum gw_socks5_result step_auth(struct gw_socks5_parser *p,
 		}
 		return rc;
 	case GW_SOCKS5_ST_PLEN:
-		c = rd_peek(r);
+		c = gw_rd_peek(r);
 		if (c == 0)
 			return malformed(p, "password length 0", 0);
-		rd_skip(r);
+		(void)gw_rd_getc(r);
 		field(p, GW_SOCKS5_ST_PASSWD, (size_t)c);
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_PASSWD:
@@ -273,43 +240,43 @@ static enum gw_socks5_result step_auth(struct gw_socks5_parser *p,
 }
 
 static enum gw_socks5_result step_request(struct gw_socks5_parser *p,
-					  struct s5_rd *r)
+					  struct gw_rd *r)
 {
 	struct gw_socks5_request *q = &p->req;
 	enum gw_socks5_result rc;
 	int c;
 
-	if (rd_end(r))
+	if (gw_rd_empty(r))
 		return GW_SOCKS5_AGAIN;
 	switch (p->step) {
 	case GW_SOCKS5_ST_VER:
-		c = rd_peek(r);
+		c = gw_rd_peek(r);
 		if (c != GW_SOCKS5_VERSION)
 			return malformed(p, wrong_version[c], (uint8_t)c);
-		rd_skip(r);
+		(void)gw_rd_getc(r);
 		p->step = GW_SOCKS5_ST_CMD;
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_CMD:
-		c = rd_peek(r);
+		c = gw_rd_peek(r);
 		if (c != GW_SOCKS5_CMD_CONNECT && c != GW_SOCKS5_CMD_BIND &&
 		    c != GW_SOCKS5_CMD_UDP_ASSOCIATE)
 			return fail(p, GW_R_UNSUPPORTED, "command not supported",
 				    true, GW_SOCKS5_REP_CMD_UNSUPPORTED,
 				    (uint8_t)c);
-		rd_skip(r);
+		(void)gw_rd_getc(r);
 		q->cmd = (uint8_t)c;
 		p->step = GW_SOCKS5_ST_RSV;
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_RSV:
-		c = rd_peek(r);
+		c = gw_rd_peek(r);
 		if (c != 0)
 			return malformed(p, "reserved byte not zero",
 					 (uint8_t)c);
-		rd_skip(r);
+		(void)gw_rd_getc(r);
 		p->step = GW_SOCKS5_ST_ATYP;
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_ATYP:
-		c = rd_peek(r);
+		c = gw_rd_peek(r);
 		if (c == GW_SOCKS5_ATYP_IPV4)
 			field(p, GW_SOCKS5_ST_ADDR, 4);
 		else if (c == GW_SOCKS5_ATYP_IPV6)
@@ -320,14 +287,14 @@ static enum gw_socks5_result step_request(struct gw_socks5_parser *p,
 			return fail(p, GW_R_UNSUPPORTED,
 				    "address type not supported", true,
 				    GW_SOCKS5_REP_ATYP_UNSUPPORTED, (uint8_t)c);
-		rd_skip(r);
+		(void)gw_rd_getc(r);
 		q->atyp = (uint8_t)c;
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_DLEN:
-		c = rd_peek(r);
+		c = gw_rd_peek(r);
 		if (c == 0)
 			return malformed(p, "domain length 0", 0);
-		rd_skip(r);
+		(void)gw_rd_getc(r);
 		field(p, GW_SOCKS5_ST_ADDR, (size_t)c);
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_ADDR:
@@ -336,8 +303,7 @@ static enum gw_socks5_result step_request(struct gw_socks5_parser *p,
 			if (rc != GW_SOCKS5_DONE)
 				return rc;
 		} else {
-			p->fill += rd_copy(r, q->addr + p->fill,
-					   p->need - p->fill, false);
+			bytes(p, r, q->addr);
 			if (p->fill < p->need)
 				return GW_SOCKS5_AGAIN;
 		}
@@ -346,10 +312,10 @@ static enum gw_socks5_result step_request(struct gw_socks5_parser *p,
 	case GW_SOCKS5_ST_PORT:
 		/* byte by byte: port 0 is refused at its second byte, the
 		 * first one that shows it */
-		c = rd_peek(r);
+		c = gw_rd_peek(r);
 		if (p->fill == 1 && p->portb[0] == 0 && c == 0)
 			return malformed(p, "port 0", 0);
-		rd_skip(r);
+		(void)gw_rd_getc(r);
 		p->portb[p->fill++] = (uint8_t)c;
 		if (p->fill < 2)
 			return GW_SOCKS5_AGAIN;
@@ -366,10 +332,11 @@ static enum gw_socks5_result run(struct gw_socks5_parser *p,
 				 enum gw_socks5_phase ph, const uint8_t *in,
 				 size_t len, size_t *consumed)
 {
-	struct s5_rd r = rd_make(in, len);
+	struct gw_rd r;
 	enum gw_socks5_result rc = GW_SOCKS5_AGAIN;
 
-	while (rc == GW_SOCKS5_AGAIN && !rd_end(&r)) {
+	gw_rd_init(&r, in, len);
+	while (rc == GW_SOCKS5_AGAIN && !gw_rd_empty(&r)) {
 		if (ph == GW_SOCKS5_PH_GREETING)
 			rc = step_greeting(p, &r);
 		else if (ph == GW_SOCKS5_PH_AUTH)
@@ -377,7 +344,7 @@ static enum gw_socks5_result run(struct gw_socks5_parser *p,
 		else
 			rc = step_request(p, &r);
 	}
-	*consumed = r.pos;
+	*consumed = gw_rd_pos(&r);
 	return rc;
 }
 

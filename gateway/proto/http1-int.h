@@ -1,0 +1,83 @@
+/* http1-int.h: what http1.c (heads, lookups, the writer), http1_target.c
+ * (request-targets) and http1_body.c (the body decoder) share, and nothing
+ * else includes: the byte classes of RFC 9110/9112 and small span helpers.
+ */
+#ifndef SLUICE_GW_HTTP1_INT_H
+#define SLUICE_GW_HTTP1_INT_H
+
+#include <string.h>
+
+#include "http1.h"
+#include "rd.h"
+
+/* Byte classes, defined in http1.c. */
+extern const struct gw_rd_class gw_h1_tchar;   /* token characters */
+extern const struct gw_rd_class gw_h1_field;   /* field-vchar, SP, HTAB */
+extern const struct gw_rd_class gw_h1_ows;     /* SP, HTAB */
+extern const struct gw_rd_class gw_h1_digit;
+extern const struct gw_rd_class gw_h1_vchar;   /* 0x21..0x7e */
+
+static inline bool
+h1_is(const struct gw_rd_class *cls, unsigned char c)
+{
+	return gw_rd_in(cls, c);
+}
+
+static inline int
+h1_hex_value(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static inline struct gw_h1_span
+h1_span(struct gw_rd_span s)
+{
+	struct gw_h1_span h = { (const char *)s.p, s.len };
+
+	return h;
+}
+
+static inline struct gw_rd_span
+h1_rd_span(struct gw_h1_span s)
+{
+	struct gw_rd_span r = { (const uint8_t *)s.p, s.len };
+
+	return r;
+}
+
+static inline unsigned char
+h1_lower(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') ? (unsigned char)(c + 32) : c;
+}
+
+static inline bool
+h1_mem_ieq(const char *a, size_t alen, const char *b, size_t blen)
+{
+	if (alen != blen)
+		return false;
+	for (size_t i = 0; i < alen; i++)
+		if (h1_lower((unsigned char)a[i]) != h1_lower((unsigned char)b[i]))
+			return false;
+	return true;
+}
+
+static inline bool
+h1_span_ieq(struct gw_h1_span s, const char *lit)
+{
+	return h1_mem_ieq(s.p, s.len, lit, strlen(lit));
+}
+
+static inline bool
+h1_span_is_token(struct gw_h1_span s)
+{
+	return s.len > 0 && gw_rd_span_all(h1_rd_span(s), &gw_h1_tchar);
+}
+
+#endif
