@@ -32,7 +32,7 @@ while read -r target expect header; do
 	fi
 done <"$probes"
 
-rel=$(grep -rn '#include "\.\./' "$src"/gateway "$src"/sandbox "$src"/pools \
+rel=$(grep -rn --include='*.c' --include='*.h' '#include "\.\./' "$src"/gateway "$src"/sandbox "$src"/pools \
 	"$src"/agent "$src"/conf "$src"/nft "$src"/cli 2>/dev/null)
 if [ -n "$rel" ]; then
 	echo "FAIL: relative includes reach past a folder:"
