@@ -47,7 +47,6 @@ struct gw_h1x_half {
 	struct gw_h1_body body;
 	bool in_body;           /* head done, body under way */
 	bool done;              /* the message is complete (checked) */
-	bool eof;               /* the source closed */
 	uint64_t out;           /* bytes written to the destination */
 	uint64_t in;            /* bytes read from the source */
 };

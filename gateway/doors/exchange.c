@@ -577,7 +577,6 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 			return c->state == H1X_REFUSE;
 		}
 		if (n == 0) {
-			down->eof = true;
 			if (!down->in_body) {
 				h1x_upstream_failed(c, 0);
 				return c->state == H1X_REFUSE;

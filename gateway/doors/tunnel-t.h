@@ -48,7 +48,6 @@ enum gw_tunnel_status {
 
 struct gw_tunnel {
 	struct gw_tunnel_dir dir[2];
-	bool splice;
 	enum gw_reason reason;
 };
 

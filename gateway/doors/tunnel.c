@@ -62,7 +62,6 @@ gw_tunnel_init(struct gw_tunnel *t, struct gw_xprt *client, struct gw_xprt *upst
 	       bool use_splice)
 {
 	memset(t, 0, sizeof(*t));
-	t->splice = use_splice;
 	dir_init(&t->dir[GW_TUNNEL_C2U], client, upstream, use_splice);
 	dir_init(&t->dir[GW_TUNNEL_U2C], upstream, client, use_splice);
 	gw_metrics_tunnel_start();

@@ -47,7 +47,6 @@ struct gw_worker {
 	struct gw_io stop_io;
 	struct gw_conn *conns;          /* every live connection, any door */
 	bool use_splice;
-	uint64_t accepted;
 	/* Tests only, NULL in the daemon: reach upstreams through `dial`
 	 * instead of gw_dial_start() (same contract: cb runs once, later),
 	 * and give `stack` each new side's transport stack (the client's at

@@ -83,7 +83,6 @@ on_accept(struct gw_loop *l, struct gw_io *io, uint32_t events)
 				gw_log_warn("%s door: cannot accept", door_names[ls->kind]);
 			break;
 		}
-		w->accepted++;
 		switch (ls->kind) {
 		case GW_DOOR_FORWARD:
 			gw_fwd_accept(w, fd, ls->lane);
