@@ -50,7 +50,7 @@ struct gw_door {
 	/* Frees what the door's part holds (after the teardown). */
 	void (*fini)(struct gw_conn *c);
 	/* Answers a connection that cannot be served (why: the gateway is
-	 * full, out of memory) before it is closed. */
+	 * full, out of memory) and closes fd. NULL: fd is just closed. */
 	void (*busy)(int fd, const char *src, enum gw_reason why);
 };
 

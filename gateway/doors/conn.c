@@ -146,7 +146,8 @@ gw_conn_accept(struct gw_worker *w, int fd, int lane, const struct gw_door *door
 busy:
 	if (door->busy && s)
 		door->busy(fd, src, why);
-	close(fd);
+	else
+		close(fd);
 	gw_snap_unref(s);
 	return NULL;
 }

@@ -10,7 +10,7 @@
  * what every door shares: the snapshot, the peer, TCP_NODELAY, the client
  * transport and its watch (EPOLLIN), the timer, the worker's list. Returns
  * it in state 0, or NULL when it cannot be served: then door->busy has
- * answered and fd is closed. */
+ * answered and closed fd. */
 struct gw_conn *gw_conn_accept(struct gw_worker *w, int fd, int lane, const struct gw_door *door);
 
 /* The one way a connection ends, from any state and any error: the door

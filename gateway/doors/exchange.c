@@ -762,6 +762,7 @@ gw_h1x_busy(int fd, const char *src, enum gw_reason why)
 	(void)src;
 	(void)why;
 	(void)!send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
 }
 
 void

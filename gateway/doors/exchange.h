@@ -46,7 +46,7 @@ void gw_h1x_refuse(struct gw_h1x *x, unsigned status, enum gw_reason reason, con
 /* Checks c->req.host:port against c->policy. 0, or -1 after refusing. */
 int gw_h1x_check_host(struct gw_h1x *x);
 
-/* The answer to a connection the gateway cannot serve (503). */
+/* The answer to a connection the gateway cannot serve (503), then the close. */
 void gw_h1x_busy(int fd, const char *src, enum gw_reason why);
 
 #endif

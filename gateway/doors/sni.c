@@ -275,8 +275,8 @@ sni_fini(struct gw_conn *c)
 static void
 sni_busy(int fd, const char *src, enum gw_reason why)
 {
-	(void)fd;
 	gw_log_warnx("sni door: refusing %s: %s", src, gw_reason_name(why));
+	gw_conn_drain_close(fd);
 }
 
 static const struct gw_door sni_door = {

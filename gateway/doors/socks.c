@@ -430,9 +430,9 @@ socks_fini(struct gw_conn *c)
 static void
 socks_busy(int fd, const char *src, enum gw_reason why)
 {
-	(void)fd;
 	/* RFC 1928 has no "busy" before the greeting: close. */
 	gw_log_warnx("socks door: refusing a connection: %s (from %s)", gw_reason_name(why), src);
+	close(fd);
 }
 
 static const struct gw_door socks_door = {
