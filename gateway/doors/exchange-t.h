@@ -82,6 +82,7 @@ struct gw_h1x {
 
 	/* an idle upstream connection kept for the same origin and client */
 	bool u_idle;
+	char u_addr[GW_ADDR_FMT_MAX];   /* its address, for the access line */
 	char u_host[GW_HOST_MAX];
 	uint16_t u_port;
 	int u_client;
@@ -92,6 +93,10 @@ struct gw_h1x {
 	 * still reading our response. Saves a recv() per message. */
 	bool skip_up_read;
 	bool skip_client_read;
+	/* The origin's bytes after down.parsed are a response head not yet
+	 * whole: only more input can help (the head parser reads the whole
+	 * head again each time, so parsed stays at its start). */
+	bool resp_short;
 	bool head_timed;        /* the head deadline is armed */
 };
 

@@ -182,6 +182,7 @@ h1x_dialed(struct gw_conn *c, enum gw_reason why, int err, const char *detail)
 		return;
 	}
 	x->u_idle = false;
+	snprintf(x->u_addr, sizeof(x->u_addr), "%s", c->req.upstream);
 	snprintf(x->u_host, sizeof(x->u_host), "%s", c->req.host);
 	x->u_port = c->req.port;
 	x->u_client = c->client_idx;
@@ -235,6 +236,7 @@ h1x_request(struct gw_h1x *x)
 	    x->u_client == c->client_idx && strcmp(x->u_host, c->req.host) == 0 &&
 	    gw_xprt_quiet(c->up.x)) {
 		x->u_idle = false;
+		snprintf(c->req.upstream, sizeof(c->req.upstream), "%s", x->u_addr);
 		h1x_start_exchange(c);
 		return;
 	}
@@ -272,6 +274,7 @@ h1x_start_exchange(struct gw_conn *c)
 	x->client_keep = x->reqh.keep_alive;
 	x->close_after = false;
 	x->skip_up_read = true;         /* the request is not even sent yet */
+	x->resp_short = false;
 	gw_conn_set_state(c, H1X_EXCHANGE);
 }
 
@@ -509,7 +512,7 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 {
 	struct gw_h1x *x = h1x(c);
 	struct gw_h1x_half *up = &x->up, *down = &x->down;
-	bool moved = false;
+	bool moved = false, dry;
 	int rc;
 
 	/* client -> upstream: body bytes already read are checked first */
@@ -558,20 +561,30 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 		h1x_exchange_done(c);
 		return c->state == H1X_HEAD;
 	}
-	if (x->skip_up_read && down->parsed == down->len) {
+	/* Read when nothing checkable is left: all of it went through, or
+	 * what is there is the start of a head. */
+	dry = down->parsed == down->len || x->resp_short;
+	if (x->skip_up_read && dry) {
 		*uev |= EPOLLIN;
 		return moved;
 	}
-	if (down->parsed == down->len) {
+	if (dry) {
 		ssize_t n = gw_half_read(down, c->up.x, down->in_body ? H1X_BUF
 							     : gw_conn_gateway(c)->max_header_bytes + H1X_BUF);
 
 		if (n == -EAGAIN) {
 			*uev |= EPOLLIN;
 			x->skip_up_read = true;
-			if (down->parsed == down->len)
-				return moved;
+			return moved;
 		}
+		if (n == -ENOBUFS && x->resp_short) {
+			/* (The head parser's own limit is lower: not reached.) */
+			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_BAD_RESPONSE,
+				      "the origin's response head does not fit");
+			return true;
+		}
+		if (n > 0)
+			x->resp_short = false;
 		if (n < 0 && n != -ENOBUFS && n != -EAGAIN) {
 			h1x_upstream_failed(c, (int)-n);
 			return c->state == H1X_REFUSE;
@@ -595,8 +608,10 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 		enum gw_h1_result r = gw_h1_head_parse(&x->parser, down->buf + down->parsed,
 						       down->len - down->parsed, &x->resph);
 
-		if (r == GW_H1_AGAIN)
+		if (r == GW_H1_AGAIN) {
+			x->resp_short = true;
 			return true;
+		}
 		if (r == GW_H1_ERROR) {
 			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_BAD_RESPONSE, "the origin's response: %s",
 				   x->resph.err.msg);

@@ -107,6 +107,9 @@ socks_refuse(struct socks_conn *s, uint8_t rep, enum gw_reason why, const char *
 	s->outlen = n > 0 ? (size_t)n : 0;
 	s->outpos = 0;
 	s->close_after_reply = true;
+	/* The client may have sent more than we read: drain it on closing,
+	 * so that the close does not reset the connection over our reply. */
+	c->drain = true;
 	gw_dial_cancel(&c->dial);
 	gw_conn_set_state(c, SOCKS_REFUSE);
 }
