@@ -23,6 +23,7 @@
 #include "conf.h"
 #include "dial.h"
 #include "doors_harness.h"
+#include "log.h"
 #include "snap.h"
 
 static char log_path[] = "/tmp/sl-test-doors-XXXXXX";
@@ -58,6 +59,16 @@ dh_global_setup(const char *yaml)
 	close(fd);
 	log_made = true;
 	assert_int_equal(gw_access_setup(log_path), 0);
+	if (getenv("DH_DEBUG"))
+		gw_log_setup(CONF_LOG_DEBUG, CONF_LOG_TEXT, 2);
+}
+
+int
+dh_group_teardown(void **state)
+{
+	(void)state;
+	dh_global_teardown();
+	return 0;
 }
 
 void
@@ -718,3 +729,56 @@ dh_field(const char *line, const char *key, char *buf, size_t bufsz)
 	}
 	return buf;
 }
+
+/* ---- assertions ---- */
+
+/* Layers on both sides: split reads of k and short writes of m. The
+ * upstream's first read takes up to `whole` bytes (the response head) in
+ * one piece; 0: split from the first byte. */
+void
+dh_layers(struct dh *h, size_t k, size_t m, size_t whole)
+{
+	h->cli = (struct dh_side){ .layer = true, .k = k, .m = m };
+	h->up = (struct dh_side){ .layer = true, .k = k, .m = m, .k_from = whole };
+}
+
+/* The connection's lines so far: exactly `want` of them. */
+size_t
+dh_expect_lines(struct dh *h, char (*lines)[512], size_t want)
+{
+	size_t n = dh_lines(h, lines, 8);
+
+	for (size_t i = 0; i < n && i < 8; i++)
+		print_message("  %s\n", lines[i]);
+	assert_int_equal(n, want);
+	return n;
+}
+
+void
+dh_expect_field(const char *line, const char *key, const char *want)
+{
+	char buf[300];
+
+	dh_field(line, key, buf, sizeof(buf));
+	if (strcmp(buf, want) != 0)
+		fail_msg("%s=%s, want %s, in: %s", key, buf, want, line);
+}
+
+/* Every layer pushed was closed once, and the case left no connection. */
+void
+dh_expect_clean(struct dh *h)
+{
+	assert_int_equal(gw_conns_live(), h->live0);
+	assert_null(h->w.conns);
+	assert_int_equal(h->cli.closed, h->cli.pushed);
+	assert_int_equal(h->up.closed, h->up.pushed);
+}
+
+void
+dh_expect_bytes(const char *what, const char *got, size_t gotlen, const char *want, size_t wantlen)
+{
+	if (gotlen != wantlen || memcmp(got, want, wantlen) != 0)
+		fail_msg("%s: got %zu bytes [%.*s], want %zu [%.*s]", what, gotlen, (int)gotlen,
+			 got ? got : "", wantlen, (int)wantlen, want);
+}
+

@@ -117,6 +117,8 @@ struct dh {
  * to a temporary file. */
 void dh_global_setup(const char *yaml);
 void dh_global_teardown(void);
+/* dh_global_teardown() as a cmocka group teardown. */
+int dh_group_teardown(void **state);
 
 /* A fresh harness (zeroed, with a loop and the hooks set). */
 void dh_init(struct dh *h);
@@ -160,6 +162,22 @@ const char *dh_field(const char *line, const char *key, char *buf, size_t bufsz)
 /* Sets a side's fault: at the n-th call of op, or after `byte` bytes. */
 void dh_fail_call(struct dh_side *s, enum dh_op op, unsigned n, int err);
 void dh_fail_byte(struct dh_side *s, enum dh_op op, uint64_t byte, int err);
+
+/* Layers on both sides: split reads of k and short writes of m. The
+ * upstream's first read takes up to `whole` bytes in one piece; 0: split
+ * from the first byte. */
+void dh_layers(struct dh *h, size_t k, size_t m, size_t whole);
+
+/* Assertions (cmocka) the cases share. */
+/* The connection's lines so far: exactly `want` of them (printed). */
+size_t dh_expect_lines(struct dh *h, char (*lines)[512], size_t want);
+/* Field `key` of an access line is `want`. */
+void dh_expect_field(const char *line, const char *key, const char *want);
+/* Every layer pushed was closed once, and the case left no connection. */
+void dh_expect_clean(struct dh *h);
+/* got[0..gotlen) is exactly want[0..wantlen). */
+void dh_expect_bytes(const char *what, const char *got, size_t gotlen, const char *want,
+		     size_t wantlen);
 
 /* A connected loopback TCP pair, both ends non-blocking. */
 void dh_tcp_pair(int *a, int *b);

@@ -47,54 +47,7 @@ setup(void **state)
 {
 	(void)state;
 	dh_global_setup(yaml);
-	if (getenv("DH_DEBUG"))
-		gw_log_setup(CONF_LOG_DEBUG, CONF_LOG_TEXT, 2);
 	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	dh_global_teardown();
-	return 0;
-}
-
-static void
-layers(struct dh *h, size_t k, size_t m)
-{
-	h->cli = (struct dh_side){ .layer = true, .k = k, .m = m };
-	h->up = (struct dh_side){ .layer = true, .k = k, .m = m };
-}
-
-static size_t
-expect_lines(struct dh *h, char (*lines)[512], size_t want)
-{
-	size_t n = dh_lines(h, lines, 8);
-
-	for (size_t i = 0; i < n && i < 8; i++)
-		print_message("  %s\n", lines[i]);
-	assert_int_equal(n, want);
-	return n;
-}
-
-static void
-expect_field(const char *line, const char *key, const char *want)
-{
-	char buf[300];
-
-	dh_field(line, key, buf, sizeof(buf));
-	if (strcmp(buf, want) != 0)
-		fail_msg("%s=%s, want %s, in: %s", key, buf, want, line);
-}
-
-static void
-expect_clean(struct dh *h)
-{
-	assert_int_equal(gw_conns_live(), h->live0);
-	assert_null(h->w.conns);
-	assert_int_equal(h->cli.closed, h->cli.pushed);
-	assert_int_equal(h->up.closed, h->up.pushed);
 }
 
 /* ---- SOCKS5: bad inputs, errors ---- */
@@ -116,7 +69,7 @@ test_socks_early_bytes(void **state)
 
 		dh_init(&h);
 		if (split)
-			layers(&h, 1, 1);
+			dh_layers(&h, 1, 1, 0);
 		dh_client_send(&h, 0, S(greet));
 		dh_client_send(&h, 2, req_x, sizeof(req_x));
 		dh_connect(&h, gw_socks_accept, -1);
@@ -125,11 +78,11 @@ test_socks_early_bytes(void **state)
 		assert_true(h.client.rxlen >= 4);
 		assert_memory_equal(h.client.rx, "\x05\x00\x05\x01", 4);   /* general failure */
 		assert_int_equal(h.dials, split ? 1 : 0);
-		expect_lines(&h, lines, 1);
-		expect_field(lines[0], "door", "socks");
-		expect_field(lines[0], "reason", "bad-request");
-		expect_field(lines[0], "status", "1");
-		expect_clean(&h);
+		dh_expect_lines(&h, lines, 1);
+		dh_expect_field(lines[0], "door", "socks");
+		dh_expect_field(lines[0], "reason", "bad-request");
+		dh_expect_field(lines[0], "status", "1");
+		dh_expect_clean(&h);
 		dh_fini(&h);
 	}
 }
@@ -166,7 +119,7 @@ test_socks_errors(void **state)
 
 		print_message("%s\n", steps[i].name);
 		dh_init(&h);
-		layers(&h, 1, 1);
+		dh_layers(&h, 1, 1, 0);
 		dh_fail_byte(steps[i].upstream ? &h.up : &h.cli, steps[i].op, steps[i].byte,
 			     -ECONNRESET);
 		if (steps[i].userpass) {
@@ -183,10 +136,10 @@ test_socks_errors(void **state)
 		dh_connect(&h, gw_socks_accept, -1);
 		dh_run(&h, dh_ended);
 		assert_true(steps[i].upstream ? h.up.fired : h.cli.fired);
-		expect_lines(&h, lines, steps[i].reason ? 1 : 0);
+		dh_expect_lines(&h, lines, steps[i].reason ? 1 : 0);
 		if (steps[i].reason)
-			expect_field(lines[0], "reason", steps[i].reason);
-		expect_clean(&h);
+			dh_expect_field(lines[0], "reason", steps[i].reason);
+		dh_expect_clean(&h);
 		dh_fini(&h);
 	}
 }
@@ -201,7 +154,7 @@ run_socks(bool userpass)
 	size_t pre = userpass ? 4 : 2;
 
 	dh_init(&h);
-	layers(&h, 1, 1);
+	dh_layers(&h, 1, 1, 0);
 	if (userpass) {
 		dh_client_send(&h, 0, S(greet_up));
 		dh_client_send(&h, 2, S(auth));
@@ -222,15 +175,15 @@ run_socks(bool userpass)
 	assert_int_equal(h.origin.rxlen, 4);
 	assert_memory_equal(h.origin.rx, "ping", 4);
 	assert_string_equal(h.dialled, "a.test:443");
-	expect_lines(&h, lines, 1);
-	expect_field(lines[0], "door", "socks");
-	expect_field(lines[0], "client", userpass ? "bob" : "local");
-	expect_field(lines[0], "method", "CONNECT");
-	expect_field(lines[0], "host", "a.test");
-	expect_field(lines[0], "port", "443");
-	expect_field(lines[0], "status", "0");
-	expect_field(lines[0], "reason", "none");
-	expect_clean(&h);
+	dh_expect_lines(&h, lines, 1);
+	dh_expect_field(lines[0], "door", "socks");
+	dh_expect_field(lines[0], "client", userpass ? "bob" : "local");
+	dh_expect_field(lines[0], "method", "CONNECT");
+	dh_expect_field(lines[0], "host", "a.test");
+	dh_expect_field(lines[0], "port", "443");
+	dh_expect_field(lines[0], "status", "0");
+	dh_expect_field(lines[0], "reason", "none");
+	dh_expect_clean(&h);
 	dh_fini(&h);
 }
 
@@ -255,7 +208,7 @@ test_error_during_refusal(void **state)
 
 		(void)state;
 		dh_init(&h);
-		layers(&h, 1, 1);
+		dh_layers(&h, 1, 1, 0);
 		if (door == 0) {
 			dh_fail_byte(&h.cli, DH_SENDV, 20, -EPIPE);
 			dh_client_send(&h, 0, S("GET http://evil.a.test/ HTTP/1.1\r\nHost: evil.a.test\r\n\r\n"));
@@ -269,10 +222,10 @@ test_error_during_refusal(void **state)
 		dh_run(&h, dh_ended);
 		assert_true(h.cli.fired);
 		assert_int_equal(h.dials, 0);
-		expect_lines(&h, lines, 1);
-		expect_field(lines[0], "reason", "denied");
-		expect_field(lines[0], "decision", "deny");
-		expect_clean(&h);
+		dh_expect_lines(&h, lines, 1);
+		dh_expect_field(lines[0], "reason", "denied");
+		dh_expect_field(lines[0], "decision", "deny");
+		dh_expect_clean(&h);
 		dh_fini(&h);
 	}
 }
@@ -307,7 +260,7 @@ test_close_twice(void **state)
 
 	(void)state;
 	dh_init(&h);
-	layers(&h, 1, 1);
+	dh_layers(&h, 1, 1, 0);
 	h.dial_hold = true;
 	dh_client_send(&h, 0, S("GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n"));
 	dh_connect(&h, gw_fwd_accept, -1);
@@ -316,11 +269,11 @@ test_close_twice(void **state)
 	gw_timer_init(&t, close_twice, &h);
 	gw_timer_arm(h.w.loop, &t, 0);
 	dh_run(&h, dh_ended);
-	expect_lines(&h, lines, 1);
-	expect_field(lines[0], "reason", "shutdown");
-	expect_field(lines[0], "host", "a.test");
+	dh_expect_lines(&h, lines, 1);
+	dh_expect_field(lines[0], "reason", "shutdown");
+	dh_expect_field(lines[0], "host", "a.test");
 	assert_int_equal(h.cli.pushed, 1);
-	expect_clean(&h);
+	dh_expect_clean(&h);
 	dh_fini(&h);
 }
 
@@ -334,7 +287,7 @@ test_sni_stranger(void **state)
 
 	(void)state;
 	dh_init(&h);
-	layers(&h, 1, 1);
+	dh_layers(&h, 1, 1, 0);
 	dh_client_send(&h, 0, S("\x16\x03\x01"));
 	dh_connect(&h, gw_sni_accept, 0);
 	dh_run(&h, dh_ended);
@@ -342,8 +295,8 @@ test_sni_stranger(void **state)
 	assert_int_equal(h.client.rxlen, 0);
 	assert_int_equal(h.cli.calls[DH_RECV], 0);
 	assert_int_equal(h.dials, 0);
-	expect_lines(&h, lines, 0);
-	expect_clean(&h);
+	dh_expect_lines(&h, lines, 0);
+	dh_expect_clean(&h);
 	dh_fini(&h);
 }
 
@@ -359,5 +312,5 @@ main(void)
 		cmocka_unit_test(test_socks_split),
 	};
 
-	return sl_main_exit(cmocka_run_group_tests(tests, setup, teardown));
+	return sl_main_exit(cmocka_run_group_tests(tests, setup, dh_group_teardown));
 }

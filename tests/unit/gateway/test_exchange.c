@@ -68,66 +68,7 @@ setup(void **state)
 {
 	(void)state;
 	dh_global_setup(yaml);
-	if (getenv("DH_DEBUG"))
-		gw_log_setup(CONF_LOG_DEBUG, CONF_LOG_TEXT, 2);
 	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	dh_global_teardown();
-	return 0;
-}
-
-/* Layers on both sides: split reads of k and short writes of m. The
- * upstream's first read takes up to `whole` bytes (the response head) in
- * one piece; 0: split from the first byte. */
-static void
-layers(struct dh *h, size_t k, size_t m, size_t whole)
-{
-	h->cli = (struct dh_side){ .layer = true, .k = k, .m = m };
-	h->up = (struct dh_side){ .layer = true, .k = k, .m = m, .k_from = whole };
-}
-
-/* The connection's lines so far: exactly `want` of them. */
-static void
-expect_lines(struct dh *h, char (*lines)[512], size_t want)
-{
-	size_t n = dh_lines(h, lines, 8);
-
-	for (size_t i = 0; i < n && i < 8; i++)
-		print_message("  %s\n", lines[i]);
-	assert_int_equal(n, want);
-}
-
-static void
-expect_field(const char *line, const char *key, const char *want)
-{
-	char buf[300];
-
-	dh_field(line, key, buf, sizeof(buf));
-	if (strcmp(buf, want) != 0)
-		fail_msg("%s=%s, want %s, in: %s", key, buf, want, line);
-}
-
-/* Every layer pushed was closed once, and the case left no connection. */
-static void
-expect_clean(struct dh *h)
-{
-	assert_int_equal(gw_conns_live(), h->live0);
-	assert_null(h->w.conns);
-	assert_int_equal(h->cli.closed, h->cli.pushed);
-	assert_int_equal(h->up.closed, h->up.pushed);
-}
-
-static void
-expect_bytes(const char *what, const char *got, size_t gotlen, const char *want, size_t wantlen)
-{
-	if (gotlen != wantlen || memcmp(got, want, wantlen) != 0)
-		fail_msg("%s: got %zu bytes [%.*s], want %zu [%.*s]", what, gotlen, (int)gotlen,
-			 got ? got : "", wantlen, (int)wantlen, want);
 }
 
 /* ---- refusals ---- */
@@ -142,7 +83,7 @@ test_malformed_head(void **state)
 
 	(void)state;
 	dh_init(&h);
-	layers(&h, 1, 1, 0);
+	dh_layers(&h, 1, 1, 0);
 	dh_client_send(&h, 0, S("GET http://a.test/\r\nHost: a.test\r\n\r\n"));
 	dh_connect(&h, gw_fwd_accept, -1);
 	dh_run(&h, dh_ended);
@@ -150,11 +91,11 @@ test_malformed_head(void **state)
 	assert_true(strncmp(h.client.rx, "HTTP/1.1 400 Bad Request\r\n", 26) == 0);
 	assert_non_null(strstr(h.client.rx, "\r\nSluice-Reason: bad-request\r\n"));
 	assert_int_equal(h.dials, 0);
-	expect_lines(&h, lines, 1);
-	expect_field(lines[0], "status", "400");
-	expect_field(lines[0], "decision", "deny");
-	expect_field(lines[0], "reason", "bad-request");
-	expect_clean(&h);
+	dh_expect_lines(&h, lines, 1);
+	dh_expect_field(lines[0], "status", "400");
+	dh_expect_field(lines[0], "decision", "deny");
+	dh_expect_field(lines[0], "reason", "bad-request");
+	dh_expect_clean(&h);
 	dh_fini(&h);
 }
 
@@ -177,7 +118,7 @@ test_denied_host(void **state)
 		char lines[8][512], sr[64];
 
 		dh_init(&h);
-		layers(&h, 1, 1, 0);
+		dh_layers(&h, 1, 1, 0);
 		dh_client_send(&h, 0, cases[i].req, strlen(cases[i].req));
 		dh_connect(&h, gw_fwd_accept, -1);
 		dh_run(&h, dh_ended);
@@ -185,11 +126,11 @@ test_denied_host(void **state)
 		snprintf(sr, sizeof(sr), "\r\nSluice-Reason: %s\r\n", cases[i].reason);
 		assert_non_null(strstr(h.client.rx, sr));
 		assert_int_equal(h.dials, 0);
-		expect_lines(&h, lines, 1);
-		expect_field(lines[0], "status", "403");
-		expect_field(lines[0], "decision", "deny");
-		expect_field(lines[0], "reason", cases[i].reason);
-		expect_clean(&h);
+		dh_expect_lines(&h, lines, 1);
+		dh_expect_field(lines[0], "status", "403");
+		dh_expect_field(lines[0], "decision", "deny");
+		dh_expect_field(lines[0], "reason", cases[i].reason);
+		dh_expect_clean(&h);
 		dh_fini(&h);
 	}
 }
@@ -218,7 +159,7 @@ test_dial_failures(void **state)
 			char lines[8][512], want[128];
 
 			dh_init(&h);
-			layers(&h, 1, 1, 0);
+			dh_layers(&h, 1, 1, 0);
 			h.dial_fail = cases[i].why;
 			h.dial_err = cases[i].err;
 			if (connect)
@@ -234,11 +175,11 @@ test_dial_failures(void **state)
 			assert_non_null(strstr(h.client.rx, want));
 			assert_int_equal(h.dials, 1);
 			assert_string_equal(h.dialled, connect ? "a.test:443" : "a.test:80");
-			expect_lines(&h, lines, 1);
-			expect_field(lines[0], "status", cases[i].status);
-			expect_field(lines[0], "decision", cases[i].decision);
-			expect_field(lines[0], "reason", gw_reason_name(cases[i].why));
-			expect_clean(&h);
+			dh_expect_lines(&h, lines, 1);
+			dh_expect_field(lines[0], "status", cases[i].status);
+			dh_expect_field(lines[0], "decision", cases[i].decision);
+			dh_expect_field(lines[0], "reason", gw_reason_name(cases[i].why));
+			dh_expect_clean(&h);
 			dh_fini(&h);
 		}
 	}
@@ -282,7 +223,7 @@ test_error_steps(void **state)
 
 			print_message("%s, error %d\n", steps[i].name, errs[e]);
 			dh_init(&h);
-			layers(&h, 1, 1, sizeof(RESP_CL_HEAD) - 1);
+			dh_layers(&h, 1, 1, sizeof(RESP_CL_HEAD) - 1);
 			dh_fail_byte(steps[i].upstream ? &h.up : &h.cli, steps[i].op, steps[i].byte,
 				     errs[e]);
 			dh_client_send(&h, 0, S(req_post));
@@ -290,18 +231,18 @@ test_error_steps(void **state)
 			dh_connect(&h, gw_fwd_accept, -1);
 			dh_run(&h, dh_ended);
 			assert_true(steps[i].upstream ? h.up.fired : h.cli.fired);
-			expect_lines(&h, lines, steps[i].lines);
+			dh_expect_lines(&h, lines, steps[i].lines);
 			if (steps[i].lines) {
-				expect_field(lines[0], "reason", steps[i].reason);
-				expect_field(lines[0], "status", steps[i].status);
-				expect_field(lines[0], "method", "POST");
+				dh_expect_field(lines[0], "reason", steps[i].reason);
+				dh_expect_field(lines[0], "status", steps[i].status);
+				dh_expect_field(lines[0], "method", "POST");
 			}
 			if (steps[i].status && strcmp(steps[i].status, "502") == 0) {
 				assert_non_null(h.client.rx);
 				assert_true(strncmp(h.client.rx, "HTTP/1.1 502 Bad Gateway\r\n", 26) == 0);
 				assert_non_null(strstr(h.client.rx, "\r\nSluice-Reason: upstream-reset\r\n"));
 			}
-			expect_clean(&h);
+			dh_expect_clean(&h);
 			dh_fini(&h);
 		}
 	}
@@ -336,7 +277,7 @@ test_error_sweep(void **state)
 			bool fired;
 
 			dh_init(&h);
-			layers(&h, 3, 3, sizeof(RESP_CL_HEAD) - 1);
+			dh_layers(&h, 3, 3, sizeof(RESP_CL_HEAD) - 1);
 			s = ops[o].upstream ? &h.up : &h.cli;
 			dh_fail_call(s, ops[o].op, n, -ECONNRESET);
 			dh_client_send(&h, 0, S(req_post));
@@ -357,9 +298,9 @@ test_error_sweep(void **state)
 				if (!fired)
 					assert_string_equal(reason, "none");
 			}
-			expect_clean(&h);
+			dh_expect_clean(&h);
 			if (!fired)
-				expect_bytes("client", h.client.rx, h.client.rxlen, S(down_cl));
+				dh_expect_bytes("client", h.client.rx, h.client.rxlen, S(down_cl));
 			dh_fini(&h);
 			if (!fired)
 				break;
@@ -386,7 +327,7 @@ test_response_head_split(void **state)
 
 	(void)state;
 	dh_init(&h);
-	layers(&h, 1, 1, 0);
+	dh_layers(&h, 1, 1, 0);
 	h.deadline_ms = 3000;
 	dh_client_send(&h, 0, S(req_get));
 	dh_origin_send(&h, sizeof(up_get) - 1, S(resp_ok));
@@ -409,38 +350,38 @@ test_split_byte_by_byte(void **state)
 
 	(void)state;
 	dh_init(&h);
-	layers(&h, 1, 1, 0);
+	dh_layers(&h, 1, 1, 0);
 	dh_client_send(&h, 0, S(req_get));
 	dh_origin_send(&h, sizeof(up_get) - 1, S(resp_ok));
 	dh_connect(&h, gw_fwd_accept, -1);
 	h.want_client = sizeof(down_ok) - 1;
 	dh_run(&h, dh_client_has);
-	expect_bytes("origin", h.origin.rx, h.origin.rxlen, S(up_get));
-	expect_bytes("client", h.client.rx, h.client.rxlen, S(down_ok));
+	dh_expect_bytes("origin", h.origin.rx, h.origin.rxlen, S(up_get));
+	dh_expect_bytes("client", h.client.rx, h.client.rxlen, S(down_ok));
 	assert_int_equal(h.dials, 1);
 	assert_string_equal(h.dialled, "a.test:80");
 	/* byte by byte, really */
 	assert_true(h.cli.calls[DH_RECV] >= sizeof(req_get) - 1);
 	assert_true(h.cli.calls[DH_SENDV] >= sizeof(down_ok) - 1);
 	assert_true(h.up.calls[DH_SENDV] >= sizeof(up_get) - 1);
-	expect_lines(&h, lines, 1);
-	expect_field(lines[0], "door", "forward");
-	expect_field(lines[0], "client", "local");
-	expect_field(lines[0], "method", "GET");
-	expect_field(lines[0], "host", "a.test");
-	expect_field(lines[0], "port", "80");
-	expect_field(lines[0], "decision", "allow");
-	expect_field(lines[0], "reason", "none");
-	expect_field(lines[0], "status", "200");
+	dh_expect_lines(&h, lines, 1);
+	dh_expect_field(lines[0], "door", "forward");
+	dh_expect_field(lines[0], "client", "local");
+	dh_expect_field(lines[0], "method", "GET");
+	dh_expect_field(lines[0], "host", "a.test");
+	dh_expect_field(lines[0], "port", "80");
+	dh_expect_field(lines[0], "decision", "allow");
+	dh_expect_field(lines[0], "reason", "none");
+	dh_expect_field(lines[0], "status", "200");
 	snprintf(num, sizeof(num), "%zu", sizeof(req_get) - 1);
-	expect_field(lines[0], "bytes_in", num);
+	dh_expect_field(lines[0], "bytes_in", num);
 	snprintf(num, sizeof(num), "%zu", sizeof(down_ok) - 1);
-	expect_field(lines[0], "bytes_out", num);
+	dh_expect_field(lines[0], "bytes_out", num);
 	/* keep-alive: the client ends it, and no second line comes */
 	dh_client_close(&h);
 	dh_run(&h, dh_ended);
-	expect_lines(&h, lines, 1);
-	expect_clean(&h);
+	dh_expect_lines(&h, lines, 1);
+	dh_expect_clean(&h);
 	dh_fini(&h);
 }
 
@@ -463,25 +404,25 @@ test_chunked_body(void **state)
 
 	(void)state;
 	dh_init(&h);
-	layers(&h, 1, 1, sizeof(CREATED_HEAD) - 1);
+	dh_layers(&h, 1, 1, sizeof(CREATED_HEAD) - 1);
 	dh_client_send(&h, 0, S(req));
 	dh_origin_send(&h, sizeof(up) - 1, S(resp));
 	dh_connect(&h, gw_fwd_accept, -1);
 	h.want_client = sizeof(down) - 1;
 	dh_run(&h, dh_client_has);
-	expect_bytes("origin", h.origin.rx, h.origin.rxlen, S(up));
-	expect_bytes("client", h.client.rx, h.client.rxlen, S(down));
+	dh_expect_bytes("origin", h.origin.rx, h.origin.rxlen, S(up));
+	dh_expect_bytes("client", h.client.rx, h.client.rxlen, S(down));
 	assert_string_equal(h.dialled, "b.test:8080");
-	expect_lines(&h, lines, 1);
-	expect_field(lines[0], "method", "POST");
-	expect_field(lines[0], "port", "8080");
-	expect_field(lines[0], "status", "201");
+	dh_expect_lines(&h, lines, 1);
+	dh_expect_field(lines[0], "method", "POST");
+	dh_expect_field(lines[0], "port", "8080");
+	dh_expect_field(lines[0], "status", "201");
 	snprintf(num, sizeof(num), "%zu", sizeof(req) - 1);
-	expect_field(lines[0], "bytes_in", num);
+	dh_expect_field(lines[0], "bytes_in", num);
 	dh_client_close(&h);
 	dh_run(&h, dh_ended);
-	expect_lines(&h, lines, 1);
-	expect_clean(&h);
+	dh_expect_lines(&h, lines, 1);
+	dh_expect_clean(&h);
 	dh_fini(&h);
 }
 
@@ -510,18 +451,18 @@ run_two(bool pipelined)
 	dh_run(&h, dh_client_has);
 	snprintf(up2, sizeof(up2), "%s%s", up_get, up_get2);
 	snprintf(down2, sizeof(down2), "%s%s", down_ok, down_ok);
-	expect_bytes("origin", h.origin.rx, h.origin.rxlen, up2, strlen(up2));
-	expect_bytes("client", h.client.rx, h.client.rxlen, down2, strlen(down2));
+	dh_expect_bytes("origin", h.origin.rx, h.origin.rxlen, up2, strlen(up2));
+	dh_expect_bytes("client", h.client.rx, h.client.rxlen, down2, strlen(down2));
 	assert_int_equal(h.dials, 1);
 	assert_int_equal(h.up.pushed, 1);
 	dh_client_close(&h);
 	dh_run(&h, dh_ended);
-	expect_lines(&h, lines, 2);
-	expect_field(lines[0], "status", "200");
-	expect_field(lines[0], "reason", "none");
-	expect_field(lines[1], "status", "200");
-	expect_field(lines[1], "reason", "none");
-	expect_clean(&h);
+	dh_expect_lines(&h, lines, 2);
+	dh_expect_field(lines[0], "status", "200");
+	dh_expect_field(lines[0], "reason", "none");
+	dh_expect_field(lines[1], "status", "200");
+	dh_expect_field(lines[1], "reason", "none");
+	dh_expect_clean(&h);
 	dh_fini(&h);
 }
 
@@ -546,7 +487,7 @@ test_reused_upstream_line(void **state)
 	dh_client_close(&h);
 	dh_run(&h, dh_ended);
 	assert_int_equal(h.dials, 1);
-	expect_lines(&h, lines, 2);
+	dh_expect_lines(&h, lines, 2);
 	dh_field(lines[0], "upstream", u0, sizeof(u0));
 	dh_field(lines[1], "upstream", u1, sizeof(u1));
 	dh_fini(&h);
@@ -606,7 +547,7 @@ run_connect(size_t k, size_t bulk)
 	memcpy(want_o, "ping", 4);
 	memcpy(want_o + 4, bc, bulk);
 	dh_init(&h);
-	layers(&h, k, k, 0);
+	dh_layers(&h, k, k, 0);
 	dh_client_send(&h, 0, S(conn_req));
 	dh_client_send(&h, sizeof(est) - 1 + 4 + bulk, bc, bulk);
 	dh_client_shut(&h);
@@ -615,21 +556,21 @@ run_connect(size_t k, size_t bulk)
 	dh_origin_shut(&h);
 	dh_connect(&h, gw_fwd_accept, -1);
 	dh_run(&h, dh_ended);
-	expect_bytes("client", h.client.rx, h.client.rxlen, want_c, sizeof(est) - 1 + 4 + bulk);
-	expect_bytes("origin", h.origin.rx, h.origin.rxlen, want_o, 4 + bulk);
+	dh_expect_bytes("client", h.client.rx, h.client.rxlen, want_c, sizeof(est) - 1 + 4 + bulk);
+	dh_expect_bytes("origin", h.origin.rx, h.origin.rxlen, want_o, 4 + bulk);
 	/* every byte through the layers: nothing went around them */
 	assert_int_equal(h.cli.bytes[DH_RECV], sizeof(conn_req) - 1 + bulk);
 	assert_int_equal(h.cli.bytes[DH_SENDV], sizeof(est) - 1 + 4 + bulk);
 	assert_int_equal(h.up.bytes[DH_RECV], 4 + bulk);
 	assert_int_equal(h.up.bytes[DH_SENDV], 4 + bulk);
 	assert_int_equal(gw_metrics_tunnels_active(), active);
-	expect_lines(&h, lines, 1);
-	expect_field(lines[0], "method", "CONNECT");
-	expect_field(lines[0], "host", "a.test");
-	expect_field(lines[0], "port", "443");
-	expect_field(lines[0], "status", "200");
-	expect_field(lines[0], "reason", "none");
-	expect_clean(&h);
+	dh_expect_lines(&h, lines, 1);
+	dh_expect_field(lines[0], "method", "CONNECT");
+	dh_expect_field(lines[0], "host", "a.test");
+	dh_expect_field(lines[0], "port", "443");
+	dh_expect_field(lines[0], "status", "200");
+	dh_expect_field(lines[0], "reason", "none");
+	dh_expect_clean(&h);
 	dh_fini(&h);
 	free(bu);
 	free(bc);
@@ -665,7 +606,7 @@ test_websocket(void **state)
 
 	(void)state;
 	dh_init(&h);
-	layers(&h, 1, 1, sizeof(SWITCH_HEAD) - 1);
+	dh_layers(&h, 1, 1, sizeof(SWITCH_HEAD) - 1);
 	dh_client_send(&h, 0, S(req));
 	dh_client_send(&h, sizeof(down) - 1, "cli1", 4);
 	dh_client_shut(&h);
@@ -674,12 +615,12 @@ test_websocket(void **state)
 	dh_connect(&h, gw_fwd_accept, -1);
 	dh_run(&h, dh_ended);
 	snprintf(want_o, sizeof(want_o), "%scli1", up);
-	expect_bytes("origin", h.origin.rx, h.origin.rxlen, want_o, strlen(want_o));
-	expect_bytes("client", h.client.rx, h.client.rxlen, S(down));
-	expect_lines(&h, lines, 1);
-	expect_field(lines[0], "status", "101");
-	expect_field(lines[0], "reason", "none");
-	expect_clean(&h);
+	dh_expect_bytes("origin", h.origin.rx, h.origin.rxlen, want_o, strlen(want_o));
+	dh_expect_bytes("client", h.client.rx, h.client.rxlen, S(down));
+	dh_expect_lines(&h, lines, 1);
+	dh_expect_field(lines[0], "status", "101");
+	dh_expect_field(lines[0], "reason", "none");
+	dh_expect_clean(&h);
 	dh_fini(&h);
 }
 
@@ -702,5 +643,5 @@ main(void)
 		cmocka_unit_test(test_websocket),
 	};
 
-	return sl_main_exit(cmocka_run_group_tests(tests, setup, teardown));
+	return sl_main_exit(cmocka_run_group_tests(tests, setup, dh_group_teardown));
 }
