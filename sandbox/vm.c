@@ -43,6 +43,7 @@
 #include <jansson.h>
 
 #include "agent_client.h"
+#include "rtnl.h"
 #include "sandbox.h"
 #include "vm-int.h"
 #include "vm_img.h"
@@ -987,20 +988,20 @@ setup_tap(struct sbx *s, const struct sbx_net *n, int peerns, char *err, size_t 
 		goto out;
 	sbx_pathf(s->peer.ifname, sizeof(s->peer.ifname), "%s", n->peer_ifname);
 	step = "netlink in the peer namespace";
-	if ((rc = s->nl_peer = sbx_nl_open_in(peerns)) < 0)
+	if ((rc = s->nl_peer = fw_rtnl_open_in(peerns)) < 0)
 		goto out;
-	rc = sbx_nl_ifindex(s->nl_peer, n->peer_ifname);
+	rc = fw_rtnl_ifindex(s->nl_peer, n->peer_ifname);
 	s->peer.ifindex = rc > 0 ? rc : 0;
 	if (fstat(peerns, &st) == 0)
 		s->peer.netns_ino = (unsigned long long)st.st_ino;
 	if (n->peer_netns_fd < 0)
 		sbx_pathf(s->peer.netns, sizeof(s->peer.netns), "%s", n->peer_netns);
 	step = "tap up";
-	if ((rc = sbx_nl_link_up(s->nl_peer, n->peer_ifname, n->mtu)) < 0)
+	if ((rc = fw_rtnl_link_up(s->nl_peer, n->peer_ifname, n->mtu)) < 0)
 		goto out;
 	step = "peer address";
 	if (n->peer_address && n->address &&
-	    (rc = sbx_nl_addr_add_p2p(s->nl_peer, n->peer_ifname, n->peer_address, n->address)) < 0)
+	    (rc = fw_rtnl_addr_add_p2p(s->nl_peer, n->peer_ifname, n->peer_address, n->address)) < 0)
 		goto out;
 	rc = 0;
 out:
