@@ -43,6 +43,7 @@
 #include <jansson.h>
 
 #include "agent_client.h"
+#include "agent_requests.h"
 #include "rtnl.h"
 #include "sandbox.h"
 #include "vm-int.h"
@@ -1104,7 +1105,7 @@ agent_setup(struct sbx *s, const struct sbx_spec *spec, int timeout_ms, char *er
 
 	/* the time and fresh entropy, as after every unpark; then what
 	 * makes this clone itself */
-	if ((rc = sbx_agent_refresh_req(&req, err, errsz)) < 0)
+	if ((rc = sbx_agent_req_refresh(&req, err, errsz)) < 0)
 		return rc;
 	env = json_object();
 	for (size_t i = 0; env && i < spec->nenv; i++) {
@@ -1155,8 +1156,7 @@ agent_setup(struct sbx *s, const struct sbx_spec *spec, int timeout_ms, char *er
 		snprintf(parent, sizeof(parent), "%s", f->path);
 		*strrchr(parent, '/') = 0;
 		if (parent[0]) {
-			json_t *mk = json_pack("{s:s, s:s, s:b}", "op", "mkdir", "path", parent,
-			                       "parents", 1);
+			json_t *mk = sbx_agent_req_mkdir(parent, true);
 			rc = sbx_agent_op_sync(c, mk, timeout_ms, NULL, err, errsz);
 			json_decref(mk);
 			if (rc < 0 && rc != -EEXIST)
