@@ -143,22 +143,15 @@ info_json(const struct gw_fleet_info *i, const struct conf *c)
 	return o;
 }
 
-/* The layer a sandbox is unlocked with: the policy, narrowed by the
- * tenant's egress list when the tenant has one. */
+/* The layer a sandbox is unlocked with (gw_policy_layer(): the policy,
+ * narrowed by the tenant's egress list when the tenant has one). */
 static struct gw_policy *
 make_layer(const struct conf *c, const char *policy, const char *tenant, json_t **err)
 {
-	const struct conf_policy *p = NULL;
 	const struct conf_tenant *t = NULL;
 	struct gw_policy *l;
+	char e[256];
 
-	for (size_t i = 0; i < c->npolicies && !p; i++)
-		if (strcmp(c->policies[i].name, policy) == 0)
-			p = &c->policies[i];
-	if (!p) {
-		*err = fail("not_found", "no policy named '%s'", policy);
-		return NULL;
-	}
 	if (tenant) {
 		for (size_t i = 0; i < c->ntenants && !t; i++)
 			if (strcmp(c->tenants[i].name, tenant) == 0)
@@ -168,9 +161,12 @@ make_layer(const struct conf *c, const char *policy, const char *tenant, json_t 
 			return NULL;
 		}
 	}
-	l = gw_policy_new(p, t && t->has_egress ? &t->egress : NULL);
-	if (!l)
-		*err = fail("internal", "policy '%s' cannot be compiled", policy);
+	l = gw_policy_layer(c, policy, t, e, sizeof(e));
+	if (!l) {
+		bool missing = errno == ENOENT;
+
+		*err = fail(missing ? "not_found" : "internal", "%s", e);
+	}
 	return l;
 }
 
