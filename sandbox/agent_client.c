@@ -94,7 +94,6 @@ out_frame(struct sbx_agent_conn *c, uint8_t type, uint32_t stream,
 	if ((rc = out_put(c, h, sizeof(h))) < 0 ||
 	    (len && (rc = out_put(c, p, len)) < 0))
 		return rc;
-	c->st.frames_out++;
 	return 0;
 }
 
@@ -126,7 +125,6 @@ promote(struct sbx_agent_conn *c, struct sbx_agent_call *upto)
 			break;
 		if ((rc = out_put(c, k->req, k->req_len)) < 0)
 			return rc;
-		c->st.frames_out++;
 		c->pending = k->pnext;
 		if (c->pending == NULL)
 			c->pending_tail = NULL;
@@ -626,7 +624,6 @@ on_frame(struct sbx_agent_conn *c, const struct agent_frame *f)
 	char err[256];
 	json_t *j = NULL, *v;
 
-	c->st.frames_in++;
 	if (f->stream == 0) {
 		on_stream0(c, f);
 		return;

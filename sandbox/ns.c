@@ -349,10 +349,8 @@ static void
 ns_caps(struct sbx_caps *c)
 {
 	c->name = "ns";
-	c->isolation = "namespaces";
-	c->limit_memory = c->limit_cpus = c->limit_pids = true;
+	c->limit_memory = c->limit_pids = true;
 	c->network = c->mounts = c->files = true;
-	c->typical_start_ms = 20;
 }
 
 static int

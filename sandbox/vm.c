@@ -1069,12 +1069,10 @@ static void
 vm_caps(struct sbx_caps *c)
 {
 	c->name = "vm";
-	c->isolation = "microvm";
-	c->limit_memory = c->limit_cpus = true;
+	c->limit_memory = true;
 	c->limit_pids = false; /* the guest's own processes are not limited */
 	c->network = c->files = c->park = true;
 	c->mounts = false;
-	c->typical_start_ms = accel_kvm == 1 ? 150 : 600;
 }
 
 static int

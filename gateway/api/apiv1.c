@@ -681,7 +681,6 @@ struct exec_state {
 	char *out, *err;
 	size_t out_len, err_len;
 	const char *err_code;
-	int agent_errno;
 	char err_msg[256];
 	const char *stdin_data;
 	size_t stdin_len, stdin_off;
@@ -792,7 +791,6 @@ exec_cb(struct sbx_agent_call *k, const struct sbx_agent_event *ev, void *arg)
 		s->call = NULL;
 		break;
 	case SBX_AGENT_EV_ERROR:
-		s->agent_errno = ev->err;
 		s->err_code = ev->err == ETIMEDOUT ? "timeout"
 			      : ev->err == ENOENT || ev->err == EACCES || ev->err == ENOTDIR
 				      ? "bad-request"
