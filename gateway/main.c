@@ -430,7 +430,8 @@ main(int argc, char **argv)
 		}
 		if (dm.conf->daemon.control_socket) {
 			dm.control = gw_control_open(dm.loop, dm.conf->daemon.control_socket,
-						     dm.fleet, err, sizeof(err));
+						     dm.fleet, gw_claims_mgr(dm.claims), err,
+						     sizeof(err));
 			if (!dm.control) {
 				gw_log_errx("%s", err);
 				rc = -EINVAL;
@@ -455,14 +456,14 @@ main(int argc, char **argv)
 		gw_log_info("stopped");
 	}
 out:
-	/* The API first (no request still holds a sandbox), then the
-	 * sandboxes, then the doors. */
+	/* The API and the control socket first (no request still holds a
+	 * sandbox or the pool manager), then the sandboxes, then the doors. */
 	gw_api_stop(dm.api);
 	gw_apiv1_free(dm.apiv1);
+	gw_control_close(dm.control);
 	/* Sandboxes outlive the daemon (the next start re-adopts them),
 	 * unless the operator asked for a teardown on a clean exit. */
 	gw_claims_stop(dm.claims, rc >= 0 && dm.conf->daemon.fleet_teardown);
-	gw_control_close(dm.control);
 	gw_workers_stop(dm.workers, dm.nworkers);
 	/* Sandboxes outlive the daemon: their links and rules stay unless
 	 * the operator asked for a teardown on a clean exit. */

@@ -2162,6 +2162,47 @@ pool_mgr_release(struct pool_mgr *m, const char *id, const char *tenant, enum po
 }
 
 int
+pool_mgr_by_hand(struct pool_mgr *m, const char *id, pool_hand_fn fn, void *arg, char *err,
+		 size_t errsz)
+{
+	struct pool_sbx *s;
+	int rc;
+
+	pthread_mutex_lock(&m->mu);
+	s = sbx_find(m, id);
+	if (s && s->state != POOL_S_ENDED) {
+		/* The manager is the one writer of its sandboxes' fleet state:
+		 * a change by hand would go unseen (a warm sandbox unlocked
+		 * with any policy, then lent; a claim's pinned layer
+		 * replaced; a link gone under a claim). */
+		if (s->state == POOL_S_CLAIMED && s->ready)
+			snprintf(err, errsz,
+				 "sandbox %s is claimed from pool %s, its layer pinned at the claim: "
+				 "the control socket changes only sandboxes no pool manages; release it "
+				 "through the API (DELETE /v1/sandboxes/%s)",
+				 id, s->pool_name, id);
+		else if (s->state == POOL_S_ENDING)
+			snprintf(err, errsz,
+				 "sandbox %s belongs to pool %s and is ending: the control socket "
+				 "changes only sandboxes no pool manages",
+				 id, s->pool_name);
+		else
+			snprintf(err, errsz,
+				 "sandbox %s belongs to pool %s (%s): the control socket changes only "
+				 "sandboxes no pool manages; claim it through the API (POST /v1/claims)",
+				 id, s->pool_name,
+				 s->state == POOL_S_WARM	? "warm"
+				 : s->state == POOL_S_BOOTING ? "booting"
+							      : "being claimed");
+		pthread_mutex_unlock(&m->mu);
+		return -EPERM;
+	}
+	rc = fn(arg, err, errsz);
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+int
 pool_mgr_get(struct pool_mgr *m, const char *id, const char *tenant, pool_view_fn cb, void *arg)
 {
 	struct pool_claim_view v;

@@ -254,6 +254,20 @@ struct pool_use {
 int pool_mgr_use(struct pool_mgr *m, const char *id, const char *tenant, struct pool_use *out);
 void pool_mgr_put(struct pool_mgr *m, struct pool_use *u);
 
+/* A change to one sandbox's fleet state by hand (the control socket's
+ * attach, unlock, lock, detach), made only if no pool manages id: the
+ * manager is the one writer of its sandboxes' state. When id is one of
+ * its sandboxes (booting, warm, being claimed, claimed or ending; an
+ * ended one's tombstone does not count) fn does not run and the answer
+ * is -EPERM with one line in err naming the pool and what to do instead
+ * (claim or release through the API). Otherwise fn(arg, err, errsz) runs
+ * under the manager's lock (it must not call pool_mgr_*; fleet calls are
+ * fine), so that the manager cannot start a sandbox of that id meanwhile,
+ * and its result is returned. */
+typedef int (*pool_hand_fn)(void *arg, char *err, size_t errsz);
+int pool_mgr_by_hand(struct pool_mgr *m, const char *id, pool_hand_fn fn, void *arg, char *err,
+		     size_t errsz);
+
 const char *pool_tier_name(enum pool_tier t);
 const char *pool_state_name(enum pool_sbx_state s);
 const char *pool_end_name(enum pool_end e);

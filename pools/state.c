@@ -447,7 +447,6 @@ pool_saver_should_write(struct pool_saver *s, uint64_t now_ms, uint64_t *gen)
 	if (s->backoff_ms && now_ms < s->next_ms)
 		return false;
 	s->busy = true;
-	s->writing = s->gen;
 	*gen = s->gen;
 	return true;
 }

@@ -76,7 +76,6 @@ struct json_t *pool_state_read(const char *dir, const char *name, char *err, siz
 struct pool_saver {
 	uint64_t gen;                   /* the newest change */
 	uint64_t written;               /* the newest generation written */
-	uint64_t writing;               /* the generation in flight, if busy */
 	bool busy;
 	uint64_t backoff_min_ms, backoff_max_ms;
 	uint64_t backoff_ms;            /* the current one, 0: not failing */

@@ -57,7 +57,6 @@ struct sbx_agent_call_opts {
 };
 
 struct sbx_agent_stats {
-	uint64_t frames_in, frames_out;
 	uint64_t unknown_stream;        /* frames for no open call: ignored */
 	uint64_t bad_frames;            /* frames that broke a rule */
 	uint64_t timeouts;

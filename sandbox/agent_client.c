@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "agent_client.h"
+#include "agent_requests.h"
 #include "proto.h"
 
 #define CONN_RBUF 65536
@@ -93,7 +94,6 @@ out_frame(struct sbx_agent_conn *c, uint8_t type, uint32_t stream,
 	if ((rc = out_put(c, h, sizeof(h))) < 0 ||
 	    (len && (rc = out_put(c, p, len)) < 0))
 		return rc;
-	c->st.frames_out++;
 	return 0;
 }
 
@@ -125,7 +125,6 @@ promote(struct sbx_agent_conn *c, struct sbx_agent_call *upto)
 			break;
 		if ((rc = out_put(c, k->req, k->req_len)) < 0)
 			return rc;
-		c->st.frames_out++;
 		c->pending = k->pnext;
 		if (c->pending == NULL)
 			c->pending_tail = NULL;
@@ -625,7 +624,6 @@ on_frame(struct sbx_agent_conn *c, const struct agent_frame *f)
 	char err[256];
 	json_t *j = NULL, *v;
 
-	c->st.frames_in++;
 	if (f->stream == 0) {
 		on_stream0(c, f);
 		return;
@@ -984,44 +982,15 @@ sbx_agent_exec_sync(struct sbx_agent_conn *c,
 	struct sync_state s = { .err = err, .errsz = errsz, .res = res };
 	struct sbx_agent_call_opts o = { 0 };
 	struct stdin_pump sp = { 0 };
-	json_t *j, *argv, *env;
+	json_t *j;
 	int64_t t0 = sbx_agent_now_ms();
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	res->exit_code = -1;
-	if (req->argv == NULL || req->argv[0] == NULL) {
-		snprintf(err, errsz, "exec: empty argv");
-		return -EINVAL;
-	}
 	s.max_output = req->max_output ? req->max_output : 16u << 20;
-	argv = json_array();
-	for (size_t i = 0; req->argv[i]; i++)
-		json_array_append_new(argv, json_string(req->argv[i]));
-	env = json_object();
-	for (size_t i = 0; req->env && req->env[i]; i++) {
-		const char *eq = strchr(req->env[i], '=');
-
-		if (eq == NULL || eq == req->env[i]) {
-			json_decref(argv);
-			json_decref(env);
-			snprintf(err, errsz, "exec: env entry \"%s\" is not "
-					     "NAME=value", req->env[i]);
-			return -EINVAL;
-		}
-		json_object_setn_new(env, req->env[i],
-				     (size_t)(eq - req->env[i]),
-				     json_string(eq + 1));
-	}
-	j = json_pack("{s:s, s:o, s:o, s:s*, s:b, s:i}", AGENT_F_OP,
-		      AGENT_OP_EXEC, AGENT_F_ARGV, argv, AGENT_F_ENV, env,
-		      AGENT_F_CWD, req->cwd, AGENT_F_STDIN,
-		      req->stdin_data != NULL, AGENT_F_TIMEOUT_MS,
-		      req->timeout_ms > 0 ? req->timeout_ms : 0);
-	if (j == NULL) {
-		snprintf(err, errsz, "exec: argv or env is not UTF-8");
+	if ((j = sbx_agent_req_exec(req, err, errsz)) == NULL)
 		return -EINVAL;
-	}
 	/* the agent enforces timeout_ms; the host's deadline is a backstop
 	 * for an agent that stopped answering */
 	if (req->timeout_ms > 0)
@@ -1090,8 +1059,7 @@ sbx_agent_read_sync(struct sbx_agent_conn *c, const char *path, int out_fd,
 {
 	struct sync_state s = { .err = err, .errsz = errsz, .out_fd = out_fd };
 	struct sbx_agent_call_opts o = { .deadline_ms = deadline_of(timeout_ms) };
-	json_t *j = json_pack("{s:s, s:s}", AGENT_F_OP, AGENT_OP_READ,
-			      AGENT_F_PATH, path);
+	json_t *j = sbx_agent_req_read(path);
 	int rc;
 
 	if (j == NULL || sbx_agent_call_start(c, j, &o, read_cb, &s, &rc) ==
@@ -1185,8 +1153,7 @@ sbx_agent_write_sync(struct sbx_agent_conn *c, const char *path, unsigned mode,
 	struct sync_state s = { .err = err, .errsz = errsz };
 	struct sbx_agent_call_opts o = { .deadline_ms = deadline_of(timeout_ms) };
 	struct file_pump fp = { .s = &s, .fd = in_fd };
-	json_t *j = json_pack("{s:s, s:s, s:i}", AGENT_F_OP, AGENT_OP_WRITE,
-			      AGENT_F_PATH, path, AGENT_F_MODE, (int)mode);
+	json_t *j = sbx_agent_req_write(path, mode);
 	int rc;
 
 	fp.buf = malloc(AGENT_DATA_MAX);
@@ -1288,39 +1255,12 @@ sbx_b64_encode(const void *in, size_t n, char *out)
 }
 
 int
-sbx_agent_refresh_req(json_t **out, char *err, size_t errsz)
-{
-	unsigned char seed[SBX_AGENT_REFRESH_ENTROPY];
-	char b64[4 * ((sizeof(seed) + 2) / 3) + 1];
-	struct timespec now;
-
-	*out = NULL;
-	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed)) {
-		int e = errno ? errno : EIO; /* a short read leaves errno alone */
-
-		snprintf(err, errsz, "getrandom: %s", strerror(e));
-		return -e;
-	}
-	sbx_b64_encode(seed, sizeof(seed), b64);
-	explicit_bzero(seed, sizeof(seed));
-	clock_gettime(CLOCK_REALTIME, &now);
-	*out = json_pack("{s:s, s:I, s:s}", AGENT_F_OP, "configure", "time_ns",
-			 (json_int_t)now.tv_sec * 1000000000 + now.tv_nsec, "entropy", b64);
-	explicit_bzero(b64, sizeof(b64));
-	if (!*out) {
-		snprintf(err, errsz, "out of memory");
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-int
 sbx_agent_refresh_sync(struct sbx_agent_conn *c, int timeout_ms, char *err, size_t errsz)
 {
 	json_t *req;
 	int rc;
 
-	if ((rc = sbx_agent_refresh_req(&req, err, errsz)) < 0)
+	if ((rc = sbx_agent_req_refresh(&req, err, errsz)) < 0)
 		return rc;
 	rc = sbx_agent_op_sync(c, req, timeout_ms, NULL, err, errsz);
 	json_decref(req);

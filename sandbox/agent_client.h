@@ -119,12 +119,9 @@ int sbx_agent_op_sync(struct sbx_agent_conn *c, const struct json_t *req,
 /* After a sandbox was parked (sbx_unpark()): tells the agent the time and
  * gives it fresh entropy ("configure" with "time_ns" and "entropy"), so
  * that its clock is right and no two resumed clones share a random
- * stream. 0 or -errno as above. */
-#define SBX_AGENT_REFRESH_ENTROPY 64
+ * stream (the request: sbx_agent_req_refresh() in agent_requests.h).
+ * 0 or -errno as above. */
 int sbx_agent_refresh_sync(struct sbx_agent_conn *c, int timeout_ms, char *err, size_t errsz);
-/* That request, for a caller that adds fields of its own (a backend making
- * a clone unique): *out is a new reference, 0 or -errno with err set. */
-int sbx_agent_refresh_req(struct json_t **out, char *err, size_t errsz);
 
 /* RFC 4648 base64 (with padding) of n bytes into out, which has room for
  * 4 * ((n + 2) / 3) + 1 bytes; returns the length. Pure. */

@@ -32,6 +32,7 @@
 #include <jansson.h>
 
 #include "agent_client.h"
+#include "agent_requests.h"
 #include "proto.h"
 #include "sandbox.h"
 
@@ -361,25 +362,17 @@ exec_stream(struct sbx_agent_conn *c, const struct work *w, int *status)
 	struct sbx_agent_call_opts o = {0};
 	struct sbx_agent_call *k;
 	char err[256];
-	json_t *j, *argv = json_array(), *env = json_object();
+	struct sbx_agent_exec_req r = {.argv = (const char *const *)w->argv, .env = w->env,
+	                               .cwd = w->cwd,
+	                               .timeout_ms = w->timeout_ms};
+	json_t *j;
 	int64_t t0 = sbx_agent_now_ms();
 	int rc;
 
 	x.err = err;
 	x.errsz = sizeof(err);
-	for (size_t i = 0; w->argv[i]; i++)
-		json_array_append_new(argv, json_string(w->argv[i]));
-	for (size_t i = 0; w->env && w->env[i]; i++) {
-		const char *eq = strchr(w->env[i], '=');
-		if (eq && eq != w->env[i])
-			json_object_setn_new(env, w->env[i], (size_t)(eq - w->env[i]),
-			                     json_string(eq + 1));
-	}
-	j = json_pack("{s:s, s:o, s:o, s:s*, s:b, s:i}", AGENT_F_OP, AGENT_OP_EXEC, AGENT_F_ARGV,
-	              argv, AGENT_F_ENV, env, AGENT_F_CWD, w->cwd, AGENT_F_STDIN, 0,
-	              AGENT_F_TIMEOUT_MS, w->timeout_ms);
-	if (!j) {
-		fprintf(stderr, "sluice-sandbox: exec: argv or env is not UTF-8\n");
+	if (!(j = sbx_agent_req_exec(&r, err, sizeof(err)))) {
+		fprintf(stderr, "sluice-sandbox: %s\n", err);
 		return -EINVAL;
 	}
 	/* The agent enforces the timeout; this is a backstop. */

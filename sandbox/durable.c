@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "rtnl.h"
 #include "sandbox-int.h"
 
 void
@@ -82,9 +83,9 @@ sbx_peer_del(int nl, const char *ifname, int ifindex)
 {
 	int r;
 
-	if (ifindex > 0 && (r = sbx_nl_ifindex(nl, ifname)) != ifindex)
+	if (ifindex > 0 && (r = fw_rtnl_ifindex(nl, ifname)) != ifindex)
 		return r < 0 ? r : -ENODEV;
-	return sbx_nl_link_del(nl, ifname);
+	return fw_rtnl_link_del(nl, ifname);
 }
 
 int
@@ -319,11 +320,11 @@ sbx_rec_peer_open(const struct sbx_rec *r)
 		close(ns);
 		return -1;
 	}
-	nl = sbx_nl_open_in(ns);
+	nl = fw_rtnl_open_in(ns);
 	close(ns);
 	if (nl < 0)
 		return -1;
-	if (sbx_nl_ifindex(nl, r->peer_ifname) != r->peer_ifindex) {
+	if (fw_rtnl_ifindex(nl, r->peer_ifname) != r->peer_ifindex) {
 		close(nl);
 		return -1;
 	}

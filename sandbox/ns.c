@@ -44,6 +44,7 @@
 
 #include <jansson.h>
 
+#include "rtnl.h"
 #include "sandbox-int.h"
 #include "sandbox.h"
 
@@ -348,10 +349,8 @@ static void
 ns_caps(struct sbx_caps *c)
 {
 	c->name = "ns";
-	c->isolation = "namespaces";
-	c->limit_memory = c->limit_cpus = c->limit_pids = true;
+	c->limit_memory = c->limit_pids = true;
 	c->network = c->mounts = c->files = true;
-	c->typical_start_ms = 20;
 }
 
 static int
@@ -572,12 +571,12 @@ setup_net(struct sbx *s, const struct sbx_net *n, char *err, size_t errsz)
 	childns = open(p, O_RDONLY | O_CLOEXEC);
 	if (childns < 0)
 		return sbx_fail(err, errsz, -errno, "start: %s: %s", p, strerror(errno));
-	rc = nl = sbx_nl_open_in(childns);
+	rc = nl = fw_rtnl_open_in(childns);
 	step = "netlink in the sandbox";
 	if (rc < 0)
 		goto out;
 	step = "lo up";
-	if ((rc = sbx_nl_link_up(nl, "lo", 0)) < 0)
+	if ((rc = fw_rtnl_link_up(nl, "lo", 0)) < 0)
 		goto out;
 	if (n->kind != SBX_NET_LINK)
 		goto out;
@@ -587,16 +586,16 @@ setup_net(struct sbx *s, const struct sbx_net *n, char *err, size_t errsz)
 		return rc;
 	}
 	step = "netlink in the peer namespace";
-	if ((rc = s->nl_peer = sbx_nl_open_in(peerns)) < 0)
+	if ((rc = s->nl_peer = fw_rtnl_open_in(peerns)) < 0)
 		goto out;
 	step = "create veth";
-	if ((rc = sbx_nl_veth_add(nl, "eth0", n->peer_ifname, peerns)) < 0)
+	if ((rc = fw_rtnl_veth_add(nl, "eth0", n->peer_ifname, peerns)) < 0)
 		goto out;
 	sbx_pathf(s->peer.ifname, sizeof(s->peer.ifname), "%s", n->peer_ifname);
 	{
 		/* What sbx_save() records to find this very link again. */
 		struct stat st;
-		int ix = sbx_nl_ifindex(s->nl_peer, n->peer_ifname);
+		int ix = fw_rtnl_ifindex(s->nl_peer, n->peer_ifname);
 		s->peer.ifindex = ix > 0 ? ix : 0;
 		if (fstat(peerns, &st) == 0)
 			s->peer.netns_ino = (unsigned long long)st.st_ino;
@@ -604,20 +603,20 @@ setup_net(struct sbx *s, const struct sbx_net *n, char *err, size_t errsz)
 			sbx_pathf(s->peer.netns, sizeof(s->peer.netns), "%s", n->peer_netns);
 	}
 	step = "peer up";
-	if ((rc = sbx_nl_link_up(s->nl_peer, n->peer_ifname, n->mtu)) < 0)
+	if ((rc = fw_rtnl_link_up(s->nl_peer, n->peer_ifname, n->mtu)) < 0)
 		goto out;
 	step = "peer address";
 	if (n->peer_address &&
-	    (rc = sbx_nl_addr_add_p2p(s->nl_peer, n->peer_ifname, n->peer_address, n->address)) < 0)
+	    (rc = fw_rtnl_addr_add_p2p(s->nl_peer, n->peer_ifname, n->peer_address, n->address)) < 0)
 		goto out;
 	step = "eth0 up";
-	if ((rc = sbx_nl_link_up(nl, "eth0", n->mtu)) < 0)
+	if ((rc = fw_rtnl_link_up(nl, "eth0", n->mtu)) < 0)
 		goto out;
 	step = "address";
-	if (n->address && (rc = sbx_nl_addr_add(nl, "eth0", n->address)) < 0)
+	if (n->address && (rc = fw_rtnl_addr_add(nl, "eth0", n->address)) < 0)
 		goto out;
 	step = "default route";
-	if (n->gateway && (rc = sbx_nl_route_default(nl, "eth0", n->gateway)) < 0)
+	if (n->gateway && (rc = fw_rtnl_route_default(nl, "eth0", n->gateway)) < 0)
 		goto out;
 out:
 	if (rc < 0)

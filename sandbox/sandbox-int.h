@@ -8,7 +8,6 @@
 #include <sys/types.h>
 
 #include "sandbox-t.h"
-#include "sbx_netlink.h"
 
 struct sbx_backend {
 	const struct sbx_backend_ops *ops;
@@ -112,11 +111,6 @@ size_t sbx_seccomp_build(struct sock_filter *out);
 /* The syscalls the filter refuses with EPERM (for tests and docs). */
 extern const int sbx_seccomp_denied[];
 extern const size_t sbx_seccomp_ndenied;
-
-/* ---- rtnetlink (netlink.c): see sbx_netlink.h ----------------------- */
-
-/* Parses "ADDR/PREFIX" (v4 or v6): family or -EINVAL. Pure. */
-int sbx_parse_cidr(const char *s, void *addr16, unsigned *prefix);
 
 /* ---- templates (template.c) ------------------------------------------ */
 

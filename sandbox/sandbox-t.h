@@ -45,16 +45,13 @@ struct sbx_init_opts {
 /* What a backend can do. Filled by sbx_caps(). */
 struct sbx_caps {
 	const char *name;      /* "ns", "vm" */
-	const char *isolation; /* "namespaces", "microvm" (for people) */
 	bool limit_memory;
-	bool limit_cpus;
 	bool limit_pids;
 	bool network; /* can attach one link */
 	bool mounts;  /* honours sbx_spec.mounts */
 	bool files;   /* honours sbx_spec.files */
 	bool park;    /* sbx_park(): paused to near-zero CPU, resumed in
 	                 milliseconds (warm pools hold parked sandboxes) */
-	uint32_t typical_start_ms;
 };
 
 /* Which environment to prepare. A template has no secrets and no user

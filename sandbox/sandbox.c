@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "rtnl.h"
 #include "sandbox-int.h"
 #include "sandbox.h"
 
@@ -298,7 +299,7 @@ sbx_spec_validate(const struct sbx_spec *s, char *err, size_t errsz)
 			                "spec: net: peer_ifname must be 1-%d "
 			                "bytes with no '/', ':' or spaces",
 			                SBX_IFNAME_MAX);
-		if (s->net.address && sbx_parse_cidr(s->net.address, a, &pfx) < 0)
+		if (s->net.address && fw_rtnl_parse_cidr(s->net.address, a, &pfx) < 0)
 			return sbx_fail(err, errsz, -EINVAL,
 			                "spec: net: address \"%s\" is not "
 			                "ADDRESS/PREFIX",
@@ -310,7 +311,7 @@ sbx_spec_validate(const struct sbx_spec *s, char *err, size_t errsz)
 				                "spec: net: a gateway needs an "
 				                "address");
 			snprintf(tmp, sizeof(tmp), "%s/0", s->net.gateway);
-			if (strlen(s->net.gateway) > 64 || sbx_parse_cidr(tmp, a, &pfx) < 0)
+			if (strlen(s->net.gateway) > 64 || fw_rtnl_parse_cidr(tmp, a, &pfx) < 0)
 				return sbx_fail(err, errsz, -EINVAL,
 				                "spec: net: gateway \"%s\" is not "
 				                "an address",
@@ -323,7 +324,7 @@ sbx_spec_validate(const struct sbx_spec *s, char *err, size_t errsz)
 				                "spec: net: a peer address needs an "
 				                "address");
 			snprintf(tmp, sizeof(tmp), "%s/0", s->net.peer_address);
-			if (strlen(s->net.peer_address) > 64 || sbx_parse_cidr(tmp, a, &pfx) < 0)
+			if (strlen(s->net.peer_address) > 64 || fw_rtnl_parse_cidr(tmp, a, &pfx) < 0)
 				return sbx_fail(err, errsz, -EINVAL,
 				                "spec: net: peer address \"%s\" is "
 				                "not an address",

@@ -43,6 +43,8 @@
 #include <jansson.h>
 
 #include "agent_client.h"
+#include "agent_requests.h"
+#include "rtnl.h"
 #include "sandbox.h"
 #include "vm-int.h"
 #include "vm_img.h"
@@ -987,20 +989,20 @@ setup_tap(struct sbx *s, const struct sbx_net *n, int peerns, char *err, size_t 
 		goto out;
 	sbx_pathf(s->peer.ifname, sizeof(s->peer.ifname), "%s", n->peer_ifname);
 	step = "netlink in the peer namespace";
-	if ((rc = s->nl_peer = sbx_nl_open_in(peerns)) < 0)
+	if ((rc = s->nl_peer = fw_rtnl_open_in(peerns)) < 0)
 		goto out;
-	rc = sbx_nl_ifindex(s->nl_peer, n->peer_ifname);
+	rc = fw_rtnl_ifindex(s->nl_peer, n->peer_ifname);
 	s->peer.ifindex = rc > 0 ? rc : 0;
 	if (fstat(peerns, &st) == 0)
 		s->peer.netns_ino = (unsigned long long)st.st_ino;
 	if (n->peer_netns_fd < 0)
 		sbx_pathf(s->peer.netns, sizeof(s->peer.netns), "%s", n->peer_netns);
 	step = "tap up";
-	if ((rc = sbx_nl_link_up(s->nl_peer, n->peer_ifname, n->mtu)) < 0)
+	if ((rc = fw_rtnl_link_up(s->nl_peer, n->peer_ifname, n->mtu)) < 0)
 		goto out;
 	step = "peer address";
 	if (n->peer_address && n->address &&
-	    (rc = sbx_nl_addr_add_p2p(s->nl_peer, n->peer_ifname, n->peer_address, n->address)) < 0)
+	    (rc = fw_rtnl_addr_add_p2p(s->nl_peer, n->peer_ifname, n->peer_address, n->address)) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -1067,12 +1069,10 @@ static void
 vm_caps(struct sbx_caps *c)
 {
 	c->name = "vm";
-	c->isolation = "microvm";
-	c->limit_memory = c->limit_cpus = true;
+	c->limit_memory = true;
 	c->limit_pids = false; /* the guest's own processes are not limited */
 	c->network = c->files = c->park = true;
 	c->mounts = false;
-	c->typical_start_ms = accel_kvm == 1 ? 150 : 600;
 }
 
 static int
@@ -1103,7 +1103,7 @@ agent_setup(struct sbx *s, const struct sbx_spec *spec, int timeout_ms, char *er
 
 	/* the time and fresh entropy, as after every unpark; then what
 	 * makes this clone itself */
-	if ((rc = sbx_agent_refresh_req(&req, err, errsz)) < 0)
+	if ((rc = sbx_agent_req_refresh(&req, err, errsz)) < 0)
 		return rc;
 	env = json_object();
 	for (size_t i = 0; env && i < spec->nenv; i++) {
@@ -1154,8 +1154,7 @@ agent_setup(struct sbx *s, const struct sbx_spec *spec, int timeout_ms, char *er
 		snprintf(parent, sizeof(parent), "%s", f->path);
 		*strrchr(parent, '/') = 0;
 		if (parent[0]) {
-			json_t *mk = json_pack("{s:s, s:s, s:b}", "op", "mkdir", "path", parent,
-			                       "parents", 1);
+			json_t *mk = sbx_agent_req_mkdir(parent, true);
 			rc = sbx_agent_op_sync(c, mk, timeout_ms, NULL, err, errsz);
 			json_decref(mk);
 			if (rc < 0 && rc != -EEXIST)

@@ -119,7 +119,6 @@ struct gw_api_req {
 	unsigned status;
 
 	struct gw_h1_body body;
-	bool raw_route;
 	bool body_done;
 	bool continue_sent;
 	int body_err; /* sticky -errno of the body reader */
@@ -1230,7 +1229,6 @@ serve(struct gw_api_req *r)
 		           0);
 		goto out;
 	}
-	r->raw_route = rt->raw_body;
 	if (!rt->raw_body && read_whole(r) < 0)
 		goto out;
 

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "agent_client.h"
+#include "agent_requests.h"
 #include "apiv1.h"
 #include "claims.h"
 #include "conf.h"
@@ -18,7 +19,6 @@
 #include "manager.h"
 #include "metrics.h"
 #include "policy.h"
-#include "proto.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0"
@@ -681,7 +681,6 @@ struct exec_state {
 	char *out, *err;
 	size_t out_len, err_len;
 	const char *err_code;
-	int agent_errno;
 	char err_msg[256];
 	const char *stdin_data;
 	size_t stdin_len, stdin_off;
@@ -792,7 +791,6 @@ exec_cb(struct sbx_agent_call *k, const struct sbx_agent_event *ev, void *arg)
 		s->call = NULL;
 		break;
 	case SBX_AGENT_EV_ERROR:
-		s->agent_errno = ev->err;
 		s->err_code = ev->err == ETIMEDOUT ? "timeout"
 			      : ev->err == ENOENT || ev->err == EACCES || ev->err == ENOTDIR
 				      ? "bad-request"
@@ -881,8 +879,10 @@ h_exec(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	struct gw_exec_args a;
 	struct exec_state s = { .r = r };
 	struct sbx_agent_call_opts o = { 0 };
+	struct sbx_agent_exec_req xr = { 0 };
 	struct pool_use u;
-	json_t *body = gw_api_body_json(r), *req, *argv, *env;
+	json_t *body = gw_api_body_json(r), *req;
+	const char **env = NULL;
 	char err[512];
 	int64_t t0;
 	int rc;
@@ -897,19 +897,21 @@ h_exec(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	if (use_or_reply(v, r, i, &u) < 0)
 		goto out;
 	s.stream = a.stream || gw_api_accepts(r, "application/x-ndjson");
-	argv = json_array();
-	for (size_t k = 0; a.argv[k]; k++)
-		json_array_append_new(argv, json_string(a.argv[k]));
-	env = json_object();
-	for (size_t k = 0; k < u.nenv + a.nenv; k++) {
-		const char *kv = k < u.nenv ? u.env[k] : a.env[k - u.nenv];
-		const char *eq = strchr(kv, '=');
-
-		json_object_setn_new(env, kv, (size_t)(eq - kv), json_string(eq + 1));
-	}
-	req = json_pack("{s:s, s:o, s:o, s:s*, s:b, s:I}", AGENT_F_OP, AGENT_OP_EXEC, AGENT_F_ARGV,
-			argv, AGENT_F_ENV, env, AGENT_F_CWD, a.cwd, AGENT_F_STDIN,
-			a.stdin_data != NULL, AGENT_F_TIMEOUT_MS, (json_int_t)a.timeout_s * 1000);
+	/* The claim's environment, then the request's (a later NAME wins). */
+	env = calloc(u.nenv + a.nenv + 1, sizeof(*env));
+	for (size_t k = 0; env && k < u.nenv + a.nenv; k++)
+		env[k] = k < u.nenv ? u.env[k] : a.env[k - u.nenv];
+	xr.argv = a.argv;
+	xr.env = env;
+	xr.cwd = a.cwd;
+	xr.stdin_data = a.stdin_data;
+	xr.timeout_ms = (int)a.timeout_s * 1000;  /* at most GW_EXEC_TIMEOUT_MAX_S */
+	req = NULL;
+	if (env)
+		req = sbx_agent_req_exec(&xr, err, sizeof(err));
+	else
+		snprintf(err, sizeof(err), "out of memory");
+	free(env);
 	s.stdin_data = a.stdin_data;
 	s.stdin_len = a.stdin_len;
 	s.stdin_ended = a.stdin_data == NULL;
@@ -922,7 +924,7 @@ h_exec(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	if (!s.call) {
 		pool_mgr_put(v->mgr, &u);
 		gw_api_reply_error(r, 502, "agent-error", "cannot start the command: %s",
-				   strerror(req ? -rc : EINVAL));
+				   req ? strerror(-rc) : err);
 		goto out;
 	}
 	if (s.stream && gw_api_stream_begin(r, 200, "application/x-ndjson") < 0) {
@@ -1056,7 +1058,7 @@ h_files_get(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	struct sbx_agent_call_opts o = { 0 };
 	struct pool_use u;
 	json_t *req, *st = NULL;
-	const char *type;
+	uint64_t size;
 	char err[256];
 	int rc;
 
@@ -1066,7 +1068,7 @@ h_files_get(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	}
 	if (use_or_reply(v, r, i, &u) < 0)
 		return;
-	req = json_pack("{s:s, s:s}", AGENT_F_OP, AGENT_OP_STAT, AGENT_F_PATH, path);
+	req = sbx_agent_req_stat(path);
 	rc = req ? sbx_agent_op_sync(u.agent, req, 30000, &st, err, sizeof(err)) : -EINVAL;
 	json_decref(req);
 	if (rc < 0) {
@@ -1074,11 +1076,10 @@ h_files_get(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		reply_agent_error(r, -rc, rc == -EINVAL && !req ? "path is not UTF-8" : err);
 		return;
 	}
-	type = json_string_value(json_object_get(st, AGENT_F_TYPE));
-	if (type && strcmp(type, "dir") == 0) {
+	if (sbx_agent_stat_is_dir(st, &size)) {
 		json_t *lr = NULL;
 
-		req = json_pack("{s:s, s:s}", AGENT_F_OP, AGENT_OP_LIST, AGENT_F_PATH, path);
+		req = sbx_agent_req_list(path);
 		rc = sbx_agent_op_sync(u.agent, req, 30000, &lr, err, sizeof(err));
 		json_decref(req);
 		pool_mgr_put(v->mgr, &u);
@@ -1087,12 +1088,12 @@ h_files_get(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		else
 			gw_api_reply_json(r, 200,
 					  json_pack("{s:s, s:O}", "path", path, "entries",
-						    json_object_get(lr, AGENT_F_ENTRIES)));
+						    sbx_agent_list_entries(lr)));
 		json_decref(lr);
 		json_decref(st);
 		return;
 	}
-	if ((uint64_t)json_integer_value(json_object_get(st, AGENT_F_SIZE)) > GW_FILE_MAX) {
+	if (size > GW_FILE_MAX) {
 		pool_mgr_put(v->mgr, &u);
 		json_decref(st);
 		gw_api_reply_error(r, 413, "too-large", "%s is larger than %llu bytes", path,
@@ -1100,7 +1101,7 @@ h_files_get(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		return;
 	}
 	json_decref(st);
-	req = json_pack("{s:s, s:s}", AGENT_F_OP, AGENT_OP_READ, AGENT_F_PATH, path);
+	req = sbx_agent_req_read(path);
 	s.call = sbx_agent_call_start(u.agent, req, &o, fread_cb, &s, &rc);
 	json_decref(req);
 	if (!s.call) {
@@ -1242,8 +1243,7 @@ h_files_put(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	if (use_or_reply(v, r, i, &u) < 0)
 		return;
 	s.buf = malloc(UPLOAD_BUF);
-	req = json_pack("{s:s, s:s, s:i}", AGENT_F_OP, AGENT_OP_WRITE, AGENT_F_PATH, path,
-			AGENT_F_MODE, (int)mode);
+	req = sbx_agent_req_write(path, (unsigned)mode);
 	s.call = s.buf && req ? sbx_agent_call_start(u.agent, req, &o, fwrite_cb, &s, &rc) : NULL;
 	json_decref(req);
 	if (!s.call) {

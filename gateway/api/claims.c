@@ -174,18 +174,13 @@ static void *
 on_layer_new(void *arg, const struct conf *c, const struct conf_pool *p,
 	     const struct conf_tenant *t, char *err, size_t errsz)
 {
-	const struct conf_policy *pol = conf_policy_find(c, p->policy);
+	char e2[256];
 	struct gw_policy *l;
 
 	(void)arg;
-	if (!pol) {
-		snprintf(err, errsz, "pool %s: no policy named \"%s\"", p->name, p->policy);
-		return NULL;
-	}
-	l = gw_policy_new(pol, t && t->has_egress ? &t->egress : NULL);
+	l = gw_policy_layer(c, p->policy, t, e2, sizeof(e2));
 	if (!l)
-		snprintf(err, errsz, "pool %s: cannot compile policy %s: %s", p->name, p->policy,
-			 strerror(errno));
+		snprintf(err, errsz, "pool %s: %s", p->name, e2);
 	return l;
 }
 

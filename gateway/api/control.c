@@ -23,6 +23,7 @@
 #include "fleet.h"
 #include "log.h"
 #include "loop.h"
+#include "manager.h"
 #include "policy.h"
 #include "snap.h"
 
@@ -43,6 +44,7 @@ struct ctl_conn {
 struct gw_control {
 	struct gw_loop *loop;
 	struct gw_fleet *fleet;
+	struct pool_mgr *mgr;           /* NULL: no pools, every sandbox by hand */
 	char path[108];
 	int fd;
 	struct gw_io io;
@@ -104,6 +106,8 @@ errno_code(int rc)
 		return "no_address";
 	case -EINVAL:
 		return "bad_request";
+	case -EPERM:
+		return "pool_managed";
 	default:
 		return "internal";
 	}
@@ -143,22 +147,15 @@ info_json(const struct gw_fleet_info *i, const struct conf *c)
 	return o;
 }
 
-/* The layer a sandbox is unlocked with: the policy, narrowed by the
- * tenant's egress list when the tenant has one. */
+/* The layer a sandbox is unlocked with (gw_policy_layer(): the policy,
+ * narrowed by the tenant's egress list when the tenant has one). */
 static struct gw_policy *
 make_layer(const struct conf *c, const char *policy, const char *tenant, json_t **err)
 {
-	const struct conf_policy *p = NULL;
 	const struct conf_tenant *t = NULL;
 	struct gw_policy *l;
+	char e[256];
 
-	for (size_t i = 0; i < c->npolicies && !p; i++)
-		if (strcmp(c->policies[i].name, policy) == 0)
-			p = &c->policies[i];
-	if (!p) {
-		*err = fail("not_found", "no policy named '%s'", policy);
-		return NULL;
-	}
 	if (tenant) {
 		for (size_t i = 0; i < c->ntenants && !t; i++)
 			if (strcmp(c->tenants[i].name, tenant) == 0)
@@ -168,10 +165,47 @@ make_layer(const struct conf *c, const char *policy, const char *tenant, json_t 
 			return NULL;
 		}
 	}
-	l = gw_policy_new(p, t && t->has_egress ? &t->egress : NULL);
-	if (!l)
-		*err = fail("internal", "policy '%s' cannot be compiled", policy);
+	l = gw_policy_layer(c, policy, t, e, sizeof(e));
+	if (!l) {
+		bool missing = errno == ENOENT;
+
+		*err = fail(missing ? "not_found" : "internal", "%s", e);
+	}
 	return l;
+}
+
+/* One change to the fleet by hand, run through pool_mgr_by_hand(). */
+struct hand_op {
+	struct gw_fleet *fleet;
+	const char *op, *id;
+	int lane;                       /* attach */
+	struct gw_policy *layer;        /* unlock */
+	struct gw_fleet_info *info;     /* attach */
+};
+
+static int
+hand_run(void *arg, char *err, size_t errsz)
+{
+	struct hand_op *h = arg;
+
+	if (strcmp(h->op, "attach") == 0)
+		return gw_fleet_attach(h->fleet, h->id, h->lane, h->info, err, errsz);
+	if (strcmp(h->op, "unlock") == 0)
+		return gw_fleet_unlock(h->fleet, h->id, h->layer, err, errsz);
+	if (strcmp(h->op, "lock") == 0)
+		return gw_fleet_lock(h->fleet, h->id, err, errsz);
+	return gw_fleet_detach(h->fleet, h->id, err, errsz);
+}
+
+/* A sandbox a pool manages is the pool manager's to change (claims,
+ * releases): by hand, only the others. */
+static int
+by_hand(struct gw_control *ctl, struct hand_op *h, char *err, size_t errsz)
+{
+	h->fleet = ctl->fleet;
+	if (!ctl->mgr)
+		return hand_run(h, err, errsz);
+	return pool_mgr_by_hand(ctl->mgr, h->id, hand_run, h, err, errsz);
 }
 
 struct list_ctx {
@@ -197,6 +231,7 @@ handle(struct gw_control *ctl, const struct conf *c, json_t *req)
 	const char *op = json_string_value(json_object_get(req, "op"));
 	const char *id = json_string_value(json_object_get(req, "id"));
 	struct gw_fleet_info info;
+	struct hand_op h = { .op = op, .id = id, .info = &info };
 	char err[512];
 	int rc;
 
@@ -216,7 +251,8 @@ handle(struct gw_control *ctl, const struct conf *c, json_t *req)
 
 		if (li < 0)
 			return fail("not_found", "no lane named '%s'", lane ? lane : "");
-		rc = gw_fleet_attach(ctl->fleet, id, li, &info, err, sizeof(err));
+		h.lane = li;
+		rc = by_hand(ctl, &h, err, sizeof(err));
 	} else if (strcmp(op, "unlock") == 0) {
 		const char *policy = json_string_value(json_object_get(req, "policy"));
 		const char *tenant = json_string_value(json_object_get(req, "tenant"));
@@ -227,12 +263,13 @@ handle(struct gw_control *ctl, const struct conf *c, json_t *req)
 			return fail("bad_request", "\"unlock\" needs a string \"policy\"");
 		if (!(layer = make_layer(c, policy, tenant, &e)))
 			return e;
-		rc = gw_fleet_unlock(ctl->fleet, id, layer, err, sizeof(err));
+		h.layer = layer;
+		rc = by_hand(ctl, &h, err, sizeof(err));
 		gw_policy_unref(layer);
 	} else if (strcmp(op, "lock") == 0) {
-		rc = gw_fleet_lock(ctl->fleet, id, err, sizeof(err));
+		rc = by_hand(ctl, &h, err, sizeof(err));
 	} else if (strcmp(op, "detach") == 0) {
-		rc = gw_fleet_detach(ctl->fleet, id, err, sizeof(err));
+		rc = by_hand(ctl, &h, err, sizeof(err));
 		if (rc == 0)
 			return json_pack("{s:b, s:s}", "ok", 1, "id", id);
 	} else if (strcmp(op, "get") == 0) {
@@ -416,7 +453,8 @@ mkdir_parent(const char *path)
 }
 
 struct gw_control *
-gw_control_open(struct gw_loop *l, const char *path, struct gw_fleet *f, char *err, size_t errsz)
+gw_control_open(struct gw_loop *l, const char *path, struct gw_fleet *f, struct pool_mgr *mgr,
+		char *err, size_t errsz)
 {
 	struct gw_control *ctl = calloc(1, sizeof(*ctl));
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -430,6 +468,7 @@ gw_control_open(struct gw_loop *l, const char *path, struct gw_fleet *f, char *e
 	}
 	ctl->loop = l;
 	ctl->fleet = f;
+	ctl->mgr = mgr;
 	snprintf(ctl->path, sizeof(ctl->path), "%s", path);
 	memcpy(sa.sun_path, path, strlen(path));
 	ctl->fd = -1;

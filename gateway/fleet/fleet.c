@@ -26,7 +26,7 @@
 #include "log.h"
 #include "nft.h"
 #include "policy.h"
-#include "sbx_netlink.h"
+#include "rtnl.h"
 
 #define NETNS_RUN_DIR "/run/netns"
 
@@ -318,7 +318,7 @@ take_address(struct gw_fleet *f, struct fleet_lane *fl, struct fent *e)
 		if (rc < 0)
 			return rc;
 		fw_ifname(e->info.addr, e->info.ifname);
-		if (sbx_nl_ifindex(f->nl, e->info.ifname) < 0)
+		if (fw_rtnl_ifindex(f->nl, e->info.ifname) < 0)
 			return 0;
 		gw_log_warnx("fleet: lane '%s': %s still has a link (%s) from before: not reusing it",
 			     fl->conf->name, inet_ntoa(e->info.addr), e->info.ifname);
@@ -866,21 +866,21 @@ fleet_links(struct gw_fleet *f, char *err, size_t errsz)
 {
 	int rc;
 
-	if ((rc = sbx_nl_link_up(f->nl, "lo", 0)) < 0) {
+	if ((rc = fw_rtnl_link_up(f->nl, "lo", 0)) < 0) {
 		snprintf(err, errsz, "fleet: lo up: %s", strerror(-rc));
 		return rc;
 	}
-	rc = sbx_nl_link_del(f->nl, GW_FLEET_LINK);
+	rc = fw_rtnl_link_del(f->nl, GW_FLEET_LINK);
 	if (rc < 0 && rc != -ENODEV) {
 		snprintf(err, errsz, "fleet: removing %s: %s", GW_FLEET_LINK, strerror(-rc));
 		return rc;
 	}
 	/* A dummy link, or where the kernel has none a bridge without ports:
 	 * either holds addresses the doors can bind to and carries nothing. */
-	rc = sbx_nl_kind_add(f->nl, GW_FLEET_LINK, "dummy");
+	rc = fw_rtnl_kind_add(f->nl, GW_FLEET_LINK, "dummy");
 	if (rc == -EOPNOTSUPP)
-		rc = sbx_nl_kind_add(f->nl, GW_FLEET_LINK, "bridge");
-	if (rc < 0 || (rc = sbx_nl_link_up(f->nl, GW_FLEET_LINK, 0)) < 0) {
+		rc = fw_rtnl_kind_add(f->nl, GW_FLEET_LINK, "bridge");
+	if (rc < 0 || (rc = fw_rtnl_link_up(f->nl, GW_FLEET_LINK, 0)) < 0) {
 		snprintf(err, errsz, "fleet: creating %s: %s", GW_FLEET_LINK, strerror(-rc));
 		return rc;
 	}
@@ -893,7 +893,7 @@ fleet_links(struct gw_fleet *f, char *err, size_t errsz)
 		g = gw_addr_pool_gateway(&f->lanes[i].pool);
 		inet_ntop(AF_INET, &g, cidr, INET_ADDRSTRLEN);
 		strcat(cidr, "/32");
-		if ((rc = sbx_nl_addr_add(f->nl, GW_FLEET_LINK, cidr)) < 0) {
+		if ((rc = fw_rtnl_addr_add(f->nl, GW_FLEET_LINK, cidr)) < 0) {
 			snprintf(err, errsz, "fleet: lane '%s': address %s: %s",
 				 f->lanes[i].conf->name, cidr, strerror(-rc));
 			return rc;
@@ -1025,7 +1025,7 @@ gw_fleet_open(const struct conf *c, char *err, size_t errsz)
 			 strerror(-rc));
 		goto fail;
 	}
-	if ((f->nl = sbx_nl_open_in(f->nsfd)) < 0) {
+	if ((f->nl = fw_rtnl_open_in(f->nsfd)) < 0) {
 		snprintf(err, errsz, "fleet: netlink: %s", strerror(-f->nl));
 		goto fail;
 	}
@@ -1053,7 +1053,7 @@ gw_fleet_close(struct gw_fleet *f, bool teardown)
 		fw_batch_free(b);
 	}
 	if (teardown && f->nl >= 0)
-		sbx_nl_link_del(f->nl, GW_FLEET_LINK);
+		fw_rtnl_link_del(f->nl, GW_FLEET_LINK);
 	while (f->head) {
 		struct fent *e = f->head;
 

@@ -906,6 +906,33 @@ out:
 	return p;
 }
 
+struct gw_policy *
+gw_policy_layer(const struct conf *c, const char *policy, const struct conf_tenant *t, char *err,
+		size_t errsz)
+{
+	const struct conf_policy *cp = policy ? conf_policy_find(c, policy) : NULL;
+	struct gw_policy *l;
+
+	if (!cp) {
+		snprintf(err, errsz, "no policy named \"%s\"", policy ? policy : "");
+		errno = ENOENT;
+		return NULL;
+	}
+	/* The rule: the policy, narrowed by the tenant's egress list when the
+	 * tenant has one (an empty list allows nothing); no tenant or no
+	 * list, no narrowing. */
+	l = gw_policy_new(cp, t && t->has_egress ? &t->egress : NULL);
+	if (!l) {
+		int e = errno;
+
+		snprintf(err, errsz, "cannot compile policy %s%s%s: %s", cp->name,
+			 t ? " for tenant " : "", t ? t->name : "",
+			 e == EINVAL ? "a host pattern does not normalise" : strerror(e));
+		errno = e;
+	}
+	return l;
+}
+
 void
 gw_policy_each_rule(const struct gw_policy *p,
 		    void (*fn)(void *arg, const char *kind, const char *text), void *arg)

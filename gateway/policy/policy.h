@@ -54,6 +54,16 @@ int gw_host_normalize(const char *in, size_t len, char *out, size_t outsz,
 struct gw_policy *gw_policy_new(const struct conf_policy *p,
 				const struct conf_hostpats *narrow);
 
+/* The layer a claim, or a sandbox unlocked by hand on the control socket,
+ * is checked against: the policy named `policy` in c, narrowed by tenant
+ * t's egress list when t has one (t NULL: the operator's, no narrowing).
+ * The one place that rule is written; every caller uses it. Borrows c
+ * and t for the call. Returns the layer with one reference, or NULL with
+ * one line in err and errno ENOENT (no policy of that name), EINVAL or
+ * ENOMEM (gw_policy_new()). */
+struct gw_policy *gw_policy_layer(const struct conf *c, const char *policy,
+				  const struct conf_tenant *t, char *err, size_t errsz);
+
 /* Takes a reference; returns p. */
 struct gw_policy *gw_policy_ref(struct gw_policy *p);
 /* Drops a reference; the last one frees the policy and wipes its copies of

@@ -67,12 +67,13 @@ YAML
   - { name: private, template: busybox, lane: egress, policy: wide, warm: 0, warm_max: 0 }
 YAML
 }
+CTL=$E2E_TMP/control.sock
 cat > "$E2E_TMP/sluice.yaml" <<YAML
 daemon:
   data_dir: $DATA
   fleet_netns: $FLEET
   fleet_teardown: true
-  control_socket: off
+  control_socket: $CTL
   log: { level: info, format: text }
 api: { listen: 127.0.0.1:$PORT, socket: $SOCK }
 gateway:
@@ -278,6 +279,44 @@ check "a claim from gone ($G)" status 201
 check "gone refills" wait_warm gone 1 20
 G_W=$(ids_of gone warm)
 check "gone's warm sandbox runs ($G_W)" eval '[ -n "$G_W" ] && [ -n "$(cg_pids "$G_W")" ]'
+
+# The control socket changes only sandboxes no pool manages: a warm one is
+# claimed through the API, a claimed one released there. Each refusal is
+# shown to change nothing (get answers, before and after, as it did).
+ctl "{\"op\":\"get\",\"id\":\"$K_W\"}"
+check "control socket: get shows keep's warm sandbox attached and locked" \
+	test "$(jget ok) $(jget linked) $(jget unlocked)" = "true true false"
+ctl "{\"op\":\"unlock\",\"id\":\"$K_W\",\"policy\":\"wide\"}"
+check "... unlock of it: pool_managed" test "$(jget ok) $(jget error.code)" = "false pool_managed"
+check "... the message names the pool and the way ($(jget error.message))" \
+	eval '[[ $(jget error.message) == "sandbox $K_W belongs to pool keep (warm): "*"claim it through the API (POST /v1/claims)" ]]'
+ctl "{\"op\":\"detach\",\"id\":\"$K_W\"}"
+check "... detach of it: pool_managed" test "$(jget error.code)" = pool_managed
+ctl "{\"op\":\"get\",\"id\":\"$K_W\"}"
+check "... and it is still attached and locked" \
+	test "$(jget ok) $(jget linked) $(jget unlocked)" = "true true false"
+ctl "{\"op\":\"get\",\"id\":\"$G\"}"
+check "control socket: get shows the claim from gone unlocked with wide" \
+	test "$(jget ok) $(jget unlocked) $(jget policy)" = "true true wide"
+ctl "{\"op\":\"lock\",\"id\":\"$G\"}"
+check "... lock of it: pool_managed" test "$(jget ok) $(jget error.code)" = "false pool_managed"
+check "... the message says it is claimed and how to release it ($(jget error.message))" \
+	eval '[[ $(jget error.message) == "sandbox $G is claimed from pool gone"*"DELETE /v1/sandboxes/$G)" ]]'
+ctl "{\"op\":\"unlock\",\"id\":\"$G\",\"policy\":\"narrow\"}"
+check "... unlock with another policy: pool_managed" test "$(jget error.code)" = pool_managed
+ctl "{\"op\":\"attach\",\"id\":\"$G\",\"lane\":\"small\"}"
+check "... attach of its id: pool_managed" test "$(jget error.code)" = pool_managed
+ctl "{\"op\":\"get\",\"id\":\"$G\"}"
+check "... and it is still unlocked with wide, on lane egress" \
+	test "$(jget unlocked) $(jget policy) $(jget lane)" = "true wide egress"
+ctl '{"op":"attach","id":"byhand","lane":"egress"}'
+check "a sandbox no pool manages is still attached by hand" test "$(jget ok)" = true
+ctl '{"op":"unlock","id":"byhand","policy":"narrow"}'
+check "... unlocked" test "$(jget ok) $(jget policy)" = "true narrow"
+ctl '{"op":"lock","id":"byhand"}'
+check "... locked" test "$(jget ok) $(jget unlocked)" = "true false"
+ctl '{"op":"detach","id":"byhand"}'
+check "... and detached" test "$(jget ok)" = true
 # The same set as the file's, but: keep's policy narrow, repl's memory
 # 128 MiB, gone removed.
 op GET /v1/pools

@@ -112,26 +112,12 @@ start_daemon() {
 	track "$PID"
 	logged "sluiced [0-9.]+ started" && [ -S "$CTL" ] || { cat "$LOG" >&2; return 1; }
 }
+
 stop_daemon() { # SIGNAL
 	kill "-$1" "$PID"
 	wait "$PID" 2>/dev/null || true
 }
 
-# ctl JSON: one request on the control socket; the answer in $R.
-R=
-ctl() {
-	R=$("$PY" - "$CTL" "$1" <<'PY'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode() + b"\n")
-print(s.makefile().readline().strip())
-PY
-)
-}
-jget() { "$PY" -c 'import json,sys; v=json.loads(sys.argv[1]); 
-for k in sys.argv[2].split("."): v = v[int(k)] if isinstance(v, list) else v.get(k)
-print(v if not isinstance(v, bool) else str(v).lower())' "$R" "$1"; }
 
 # attach ID LANE: sets ADDR_ID, IF_ID, ENV_ID (as -e options).
 attach() {

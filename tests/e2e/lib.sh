@@ -181,3 +181,20 @@ logged() {
 	since | grep ' access ' | tail -n 3 >&2
 	return 1
 }
+
+# ctl JSON: one request on the control socket $CTL (python3 as $PY); the
+# answer in $R. jget KEY.PATH: a field of it ("error.code", "env.0").
+R=
+ctl() {
+	R=$("$PY" - "$CTL" "$1" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+print(s.makefile().readline().strip())
+PY
+)
+}
+jget() { "$PY" -c 'import json,sys; v=json.loads(sys.argv[1]); 
+for k in sys.argv[2].split("."): v = v[int(k)] if isinstance(v, list) else v.get(k)
+print(v if not isinstance(v, bool) else str(v).lower())' "$R" "$1"; }

@@ -516,10 +516,8 @@ static void test_round_trip(void **state)
 		/* no tenant, then each tenant: a list, an empty list, none */
 		for (t = 0; t <= c->ntenants; t++) {
 			const struct conf_tenant *tn = t ? &c->tenants[t - 1] : NULL;
-			const struct conf_hostpats *narrow =
-				tn && tn->has_egress ? &tn->egress : NULL;
-			struct gw_policy *a = gw_policy_new(po, narrow), *b;
-			char what[64], *text, *again;
+			char what[64], e[256], *text, *again;
+			struct gw_policy *a = gw_policy_layer(c, policies[i], tn, e, sizeof(e)), *b;
 
 			assert_non_null(a);
 			snprintf(what, sizeof(what), "%s/%s", policies[i], tn ? tn->name : "-");
@@ -541,10 +539,13 @@ static void test_round_trip(void **state)
 				/* a literal value is its own reference */
 				assert_non_null(strstr(text, LITERAL));
 			}
-			if (!narrow)
+			/* no tenant, or one without egress: no list */
+			if (!tn || strcmp(tn->name, "open") == 0)
 				assert_non_null(strstr(text, "\"tenant_egress\":null"));
-			else if (narrow->n == 0)
+			else if (strcmp(tn->name, "nothing") == 0)
 				assert_non_null(strstr(text, "\"tenant_egress\":[]"));
+			else
+				assert_non_null(strstr(text, "\"tenant_egress\":[\"*.example.org"));
 			free(text);
 			gw_policy_unref(b);
 			gw_policy_unref(a);
@@ -552,6 +553,50 @@ static void test_round_trip(void **state)
 		}
 	}
 	assert_int_equal(checked, 12);
+	conf_unref(c);
+}
+
+/* gw_policy_layer(), the one rule for a claim's layer: an unknown policy
+ * is refused by name; the tenant's egress list narrows (an empty one
+ * allows nothing); a tenant without a list, or none, does not. */
+static void test_layer_rule(void **state)
+{
+	struct conf *c = load_conf();
+	const struct conf_tenant *narrow = &c->tenants[0], *nothing = &c->tenants[1],
+				 *open = &c->tenants[2];
+	struct gw_policy *none, *l;
+	struct gw_policy_decision d;
+	char e[256];
+
+	(void)state;
+	errno = 0;
+	assert_null(gw_policy_layer(c, "absent", narrow, e, sizeof(e)));
+	assert_int_equal(errno, ENOENT);
+	assert_string_equal(e, "no policy named \"absent\"");
+	assert_null(gw_policy_layer(c, NULL, NULL, e, sizeof(e)));
+	assert_int_equal(errno, ENOENT);
+
+	none = gw_policy_layer(c, "strict", NULL, e, sizeof(e));
+	assert_non_null(none);
+	/* the setup: strict (enforced) allows a.example.org:443 */
+	assert_int_equal(gw_policy_check(none, "a.example.org", 443, &d), 0);
+	assert_int_equal(gw_policy_check(none, "api.example.com", 8443, &d), -EACCES);
+	l = gw_policy_layer(c, "strict", open, e, sizeof(e));
+	assert_string_equal(gw_policy_version(l), gw_policy_version(none));
+	gw_policy_unref(l);
+	/* narrow's list is part of the layer; it names api.example.com:8443,
+	 * which the policy still refuses (the list narrows, never widens) */
+	l = gw_policy_layer(c, "strict", narrow, e, sizeof(e));
+	assert_string_not_equal(gw_policy_version(l), gw_policy_version(none));
+	assert_int_equal(gw_policy_check(l, "a.example.org", 443, &d), 0);
+	assert_int_equal(gw_policy_check(l, "api.example.com", 8443, &d), -EACCES);
+	assert_false(d.by_tenant);
+	gw_policy_unref(l);
+	l = gw_policy_layer(c, "strict", nothing, e, sizeof(e));
+	assert_int_equal(gw_policy_check(l, "a.example.org", 443, &d), -EACCES);
+	assert_true(d.by_tenant);
+	gw_policy_unref(l);
+	gw_policy_unref(none);
 	conf_unref(c);
 }
 
@@ -699,6 +744,7 @@ int main(void)
 		cmocka_unit_test(test_layer_fields),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_round_trip_decides),
+		cmocka_unit_test(test_layer_rule),
 		cmocka_unit_test(test_values_resolved_at_load),
 		cmocka_unit_test(test_config_changed),
 	};

@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "agent_client.h"
+#include "agent_requests.h"
 #include "proto.h"
 
 struct rec {
@@ -494,6 +495,96 @@ test_b64_vectors(void **state)
 	assert_string_equal(out + 84, "/w==");
 }
 
+/* The request builders (agent_requests.c): bad input first, then the
+ * fields the agent reads, and the answer decoders. */
+static void
+test_requests(void **state)
+{
+	const char *argv[] = { "sh", "-c", "true", NULL };
+	const char *noargv[] = { NULL };
+	const char *badenv[] = { "=x", NULL };
+	const char *noeq[] = { "NAME", NULL };
+	const char *env[] = { "A=1", "B=x=y", NULL };
+	const char *notutf8[] = { "\xff", NULL };
+	const char *notutf8env[] = { "A=\xff", NULL };
+	struct sbx_agent_exec_req r = { .argv = noargv };
+	char err[128];
+	uint64_t size;
+	json_t *j, *st;
+
+	(void)state;
+	assert_null(sbx_agent_req_exec(&r, err, sizeof(err)));
+	assert_string_equal(err, "exec: empty argv");
+	r.argv = argv;
+	r.env = badenv;
+	assert_null(sbx_agent_req_exec(&r, err, sizeof(err)));
+	assert_non_null(strstr(err, "is not NAME=value"));
+	r.env = noeq;
+	assert_null(sbx_agent_req_exec(&r, err, sizeof(err)));
+	r.env = env;
+	r.argv = notutf8;
+	assert_null(sbx_agent_req_exec(&r, err, sizeof(err)));
+	assert_string_equal(err, "exec: argv, env or cwd is not UTF-8");
+	r.argv = argv;
+	r.env = notutf8env;
+	assert_null(sbx_agent_req_exec(&r, err, sizeof(err)));
+	r.env = NULL;
+	r.cwd = "/\xff";
+	assert_null(sbx_agent_req_exec(&r, err, sizeof(err)));
+	r.env = env;
+	assert_null(sbx_agent_req_stat("/\xff"));
+
+	r.argv = argv;
+	r.cwd = "/tmp";
+	r.stdin_data = "";
+	r.timeout_ms = 1500;
+	j = sbx_agent_req_exec(&r, err, sizeof(err));
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, AGENT_F_OP)), AGENT_OP_EXEC);
+	assert_int_equal(json_array_size(json_object_get(j, AGENT_F_ARGV)), 3);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, AGENT_F_ENV), "B")),
+			    "x=y");
+	assert_string_equal(json_string_value(json_object_get(j, AGENT_F_CWD)), "/tmp");
+	assert_true(json_is_true(json_object_get(j, AGENT_F_STDIN)));
+	assert_int_equal(json_integer_value(json_object_get(j, AGENT_F_TIMEOUT_MS)), 1500);
+	json_decref(j);
+	r.cwd = NULL;
+	r.stdin_data = NULL;
+	r.timeout_ms = -1;
+	j = sbx_agent_req_exec(&r, err, sizeof(err));
+	assert_null(json_object_get(j, AGENT_F_CWD));
+	assert_true(json_is_false(json_object_get(j, AGENT_F_STDIN)));
+	assert_int_equal(json_integer_value(json_object_get(j, AGENT_F_TIMEOUT_MS)), 0);
+	json_decref(j);
+
+	j = sbx_agent_req_write("/a", 0640);
+	assert_string_equal(json_string_value(json_object_get(j, AGENT_F_OP)), AGENT_OP_WRITE);
+	assert_int_equal(json_integer_value(json_object_get(j, AGENT_F_MODE)), 0640);
+	json_decref(j);
+	j = sbx_agent_req_mkdir("/a/b", true);
+	assert_string_equal(json_string_value(json_object_get(j, AGENT_F_OP)), AGENT_OP_MKDIR);
+	assert_true(json_is_true(json_object_get(j, AGENT_F_PARENTS)));
+	json_decref(j);
+	j = sbx_agent_req_list("/a");
+	assert_string_equal(json_string_value(json_object_get(j, AGENT_F_PATH)), "/a");
+	json_decref(j);
+
+	st = json_pack("{s:s, s:i}", AGENT_F_TYPE, "file", AGENT_F_SIZE, 12);
+	assert_false(sbx_agent_stat_is_dir(st, &size));
+	assert_int_equal(size, 12);
+	json_decref(st);
+	st = json_pack("{s:s, s:i}", AGENT_F_TYPE, "dir", AGENT_F_SIZE, -1);
+	assert_true(sbx_agent_stat_is_dir(st, &size));
+	assert_true(size > (1ull << 62));  /* negative: over every cap */
+	json_decref(st);
+	assert_false(sbx_agent_stat_is_dir(NULL, &size));
+	assert_int_equal(size, 0);
+	st = json_pack("{s:[]}", AGENT_F_ENTRIES);
+	assert_non_null(sbx_agent_list_entries(st));
+	json_decref(st);
+	assert_null(sbx_agent_list_entries(NULL));
+}
+
 int
 main(void)
 {
@@ -511,6 +602,7 @@ main(void)
 		T(test_hello_on_stream0),
 #undef T
 		cmocka_unit_test(test_b64_vectors),
+		cmocka_unit_test(test_requests),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -320,32 +320,6 @@ test_cg_path(void **st)
 	assert_string_equal(out, "/sys/fs/cgroup/svc/fleet/x");
 }
 
-static void
-test_cidr(void **st)
-{
-	unsigned char a[16];
-	unsigned p;
-
-	(void)st;
-	assert_int_equal(sbx_parse_cidr(NULL, a, &p), -EINVAL);
-	assert_int_equal(sbx_parse_cidr("", a, &p), -EINVAL);
-	assert_int_equal(sbx_parse_cidr("10.0.0.1", a, &p), -EINVAL);
-	assert_int_equal(sbx_parse_cidr("10.0.0.1/", a, &p), -EINVAL);
-	assert_int_equal(sbx_parse_cidr("10.0.0.1/-1", a, &p), -EINVAL);
-	assert_int_equal(sbx_parse_cidr("10.0.0.1/+1", a, &p), -EINVAL);
-	assert_int_equal(sbx_parse_cidr("10.0.0.1/33", a, &p), -EINVAL);
-	assert_int_equal(sbx_parse_cidr("10.0.0.1/24x", a, &p), -EINVAL);
-	assert_int_equal(sbx_parse_cidr("010.0.0.1/24", a, &p), -EINVAL);
-	assert_int_equal(sbx_parse_cidr("::1/129", a, &p), -EINVAL);
-	assert_int_equal(sbx_parse_cidr("10.88.1.7/24", a, &p), AF_INET);
-	assert_int_equal(p, 24);
-	assert_int_equal(a[0], 10);
-	assert_int_equal(a[3], 7);
-	assert_int_equal(sbx_parse_cidr("fd00::7/64", a, &p), AF_INET6);
-	assert_int_equal(p, 64);
-	assert_int_equal(a[15], 7);
-}
-
 /* ---- seccomp ---------------------------------------------------------------- */
 
 /* Runs a classic BPF seccomp program over d, checking every jump stays in
@@ -756,8 +730,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_spec_bad),     cmocka_unit_test(test_spec_good),
 	    cmocka_unit_test(test_cg_detect),    cmocka_unit_test(test_cg_self),
-	    cmocka_unit_test(test_cg_values),    cmocka_unit_test(test_cg_path),
-	    cmocka_unit_test(test_cidr),         cmocka_unit_test(test_seccomp),
+	    cmocka_unit_test(test_cg_values),    cmocka_unit_test(test_cg_path),         cmocka_unit_test(test_seccomp),
 	    cmocka_unit_test(test_registry),     cmocka_unit_test(test_stat_starttime),
 	    cmocka_unit_test(test_cgroup_names), cmocka_unit_test(test_saved_bad),
 	    cmocka_unit_test(test_saved_good),   cmocka_unit_test(test_durable_api_bad),

@@ -1,4 +1,4 @@
-/* netlink.c: the few rtnetlink requests a sandbox link needs, through
+/* rtnl.c: the few rtnetlink requests sluice makes (see rtnl.h), through
  * libmnl (no `ip` subprocess): a veth pair split across two namespaces,
  * links up, an address, a default route. Each request waits for its ack. */
 #include <arpa/inet.h>
@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sandbox-int.h"
+#include "rtnl.h"
 
 int
-sbx_parse_cidr(const char *s, void *addr16, unsigned *prefix)
+fw_rtnl_parse_cidr(const char *s, void *addr16, unsigned *prefix)
 {
 	char buf[80], *slash, *end;
 	unsigned long p;
@@ -51,7 +51,7 @@ sbx_parse_cidr(const char *s, void *addr16, unsigned *prefix)
 }
 
 int
-sbx_nl_open_in(int nsfd)
+fw_rtnl_open_in(int nsfd)
 {
 	int self, fd, e = 0;
 
@@ -128,7 +128,7 @@ link_msg(char *buf, uint16_t type, uint16_t flags)
 }
 
 int
-sbx_nl_link_up(int nl, const char *ifname, uint32_t mtu)
+fw_rtnl_link_up(int nl, const char *ifname, uint32_t mtu)
 {
 	char buf[8192];
 	struct ifinfomsg *ifi = link_msg(buf, RTM_NEWLINK, 0);
@@ -143,7 +143,7 @@ sbx_nl_link_up(int nl, const char *ifname, uint32_t mtu)
 }
 
 int
-sbx_nl_veth_add(int nl, const char *name, const char *peer, int peer_nsfd)
+fw_rtnl_veth_add(int nl, const char *name, const char *peer, int peer_nsfd)
 {
 	char buf[8192];
 	struct nlmsghdr *nlh = (void *)buf;
@@ -167,7 +167,7 @@ sbx_nl_veth_add(int nl, const char *name, const char *peer, int peer_nsfd)
 }
 
 int
-sbx_nl_kind_add(int nl, const char *name, const char *kind)
+fw_rtnl_kind_add(int nl, const char *name, const char *kind)
 {
 	char buf[8192];
 	struct nlmsghdr *nlh = (void *)buf;
@@ -182,7 +182,7 @@ sbx_nl_kind_add(int nl, const char *name, const char *kind)
 }
 
 int
-sbx_nl_link_del(int nl, const char *ifname)
+fw_rtnl_link_del(int nl, const char *ifname)
 {
 	char buf[8192];
 	struct nlmsghdr *nlh = (void *)buf;
@@ -194,7 +194,7 @@ sbx_nl_link_del(int nl, const char *ifname)
 
 /* The index of ifname in the namespace nl lives in, by RTM_GETLINK. */
 int
-sbx_nl_ifindex(int nl, const char *ifname)
+fw_rtnl_ifindex(int nl, const char *ifname)
 {
 	char buf[8192];
 	struct nlmsghdr *nlh = (void *)buf;
@@ -240,7 +240,7 @@ addr_new(int nl, const char *ifname, int fam, unsigned pfx, const unsigned char 
 	struct ifaddrmsg *ifa;
 	int idx;
 
-	if ((idx = sbx_nl_ifindex(nl, ifname)) < 0)
+	if ((idx = fw_rtnl_ifindex(nl, ifname)) < 0)
 		return idx;
 	nlh->nlmsg_type = RTM_NEWADDR;
 	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
@@ -257,17 +257,17 @@ addr_new(int nl, const char *ifname, int fam, unsigned pfx, const unsigned char 
 }
 
 int
-sbx_nl_addr_add(int nl, const char *ifname, const char *cidr)
+fw_rtnl_addr_add(int nl, const char *ifname, const char *cidr)
 {
 	unsigned char a[16];
 	unsigned pfx;
-	int fam = sbx_parse_cidr(cidr, a, &pfx);
+	int fam = fw_rtnl_parse_cidr(cidr, a, &pfx);
 
 	return fam < 0 ? fam : addr_new(nl, ifname, fam, pfx, a, a);
 }
 
 int
-sbx_nl_addr_add_p2p(int nl, const char *ifname, const char *local, const char *peer)
+fw_rtnl_addr_add_p2p(int nl, const char *ifname, const char *local, const char *peer)
 {
 	char tmp[80];
 	unsigned char l[16], r[16];
@@ -276,7 +276,7 @@ sbx_nl_addr_add_p2p(int nl, const char *ifname, const char *local, const char *p
 
 	if (snprintf(tmp, sizeof(tmp), "%s/0", local) >= (int)sizeof(tmp))
 		return -EINVAL;
-	if ((fam = sbx_parse_cidr(tmp, l, &pfx)) < 0 || (pfam = sbx_parse_cidr(peer, r, &pfx)) < 0)
+	if ((fam = fw_rtnl_parse_cidr(tmp, l, &pfx)) < 0 || (pfam = fw_rtnl_parse_cidr(peer, r, &pfx)) < 0)
 		return -EINVAL;
 	if (fam != pfam)
 		return -EINVAL;
@@ -284,7 +284,7 @@ sbx_nl_addr_add_p2p(int nl, const char *ifname, const char *local, const char *p
 }
 
 int
-sbx_nl_route_default(int nl, const char *ifname, const char *gw)
+fw_rtnl_route_default(int nl, const char *ifname, const char *gw)
 {
 	char buf[8192], tmp[80];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
@@ -294,9 +294,9 @@ sbx_nl_route_default(int nl, const char *ifname, const char *gw)
 	int fam, idx;
 
 	snprintf(tmp, sizeof(tmp), "%s/0", gw);
-	if ((fam = sbx_parse_cidr(tmp, a, &pfx)) < 0)
+	if ((fam = fw_rtnl_parse_cidr(tmp, a, &pfx)) < 0)
 		return fam;
-	if ((idx = sbx_nl_ifindex(nl, ifname)) < 0)
+	if ((idx = fw_rtnl_ifindex(nl, ifname)) < 0)
 		return idx;
 	nlh->nlmsg_type = RTM_NEWROUTE;
 	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
