@@ -90,7 +90,8 @@ struct gw_xprt *gw_xprt_tls_server_new(struct gw_tls_ctx *ctx, const struct gw_t
 struct gw_xprt *gw_xprt_tls_client_new(struct gw_tls_ctx *ctx, const struct gw_tls_client_params *p,
                                        char *err, size_t errsz);
 
-/* True when x is a TLS layer made here. */
+/* True when x is a TLS layer made here. The calls below take only such a
+ * layer (the top of a stack the caller pushed it on, usually). */
 bool gw_xprt_is_tls(const struct gw_xprt *x);
 
 /* Drives the handshake: 0 once it is done and our last flight has gone

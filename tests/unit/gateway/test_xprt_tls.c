@@ -665,52 +665,43 @@ test_reject(void **state)
 		reject_case(*t[i].leaf, t[i].verr, t[i].alert, t[i].why);
 }
 
-/* The hello callback refuses: the client hears handshake_failure. */
+/* The server refuses the hello: its callback says REFUSE, or it answers
+ * with an ALPN protocol the client did not offer. The client hears the
+ * alert that says which. */
 static void
 test_hello_refused(void **state)
 {
-	struct hello h = {.verdict = GW_TLS_REFUSE};
-	struct end s, c;
-	int cfd, sfd, rs = -EAGAIN, rc = -EAGAIN;
+	struct hello refuse = {.verdict = GW_TLS_REFUSE};
+	struct hello alpn_h2 = {.verdict = GW_TLS_ANSWER, .pick = "h2"};
+	struct {
+		struct hello *h;
+		const char *why;
+		int alert;
+	} t[] = {
+	    {&refuse, "refused", SSL_AD_HANDSHAKE_FAILURE},
+	    {&alpn_h2, "not offered", SSL_AD_NO_APPLICATION_PROTOCOL},
+	};
 
 	(void)state;
-	tcp_pair(&cfd, &sfd);
-	end_init(&s, sfd, 0, 0);
-	end_init(&c, cfd, 0, 0);
-	push_server(&s, &h);
-	push_client(&c, "a.test", NULL, 0, NULL);
-	handshake_both(&s, &c, &rs, &rc, false);
-	assert_int_equal(h.calls, 1);
-	assert_string_equal(h.sni, "a.test");
-	assert_int_equal(rs, -EPROTO);
-	assert_true(has(gw_xprt_tls_error(s.top), "refused"));
-	assert_int_equal(rc, -EPROTO);
-	assert_int_equal(gw_xprt_tls_peer_alert(c.top), SSL_AD_HANDSHAKE_FAILURE);
-	end_fini(&s);
-	end_fini(&c);
-}
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct end s, c;
+		int cfd, sfd, rs = -EAGAIN, rc = -EAGAIN;
 
-/* An ALPN answer the client did not offer: no_application_protocol. */
-static void
-test_alpn_not_offered(void **state)
-{
-	struct hello h = {.verdict = GW_TLS_ANSWER, .pick = "h2"};
-	struct end s, c;
-	int cfd, sfd, rs = -EAGAIN, rc = -EAGAIN;
-
-	(void)state;
-	tcp_pair(&cfd, &sfd);
-	end_init(&s, sfd, 0, 0);
-	end_init(&c, cfd, 0, 0);
-	push_server(&s, &h);
-	push_client(&c, "a.test", alpn_h1, sizeof(alpn_h1) - 1, NULL);
-	handshake_both(&s, &c, &rs, &rc, false);
-	assert_int_equal(rs, -EPROTO);
-	assert_true(has(gw_xprt_tls_error(s.top), "not offered"));
-	assert_int_equal(rc, -EPROTO);
-	assert_int_equal(gw_xprt_tls_peer_alert(c.top), SSL_AD_NO_APPLICATION_PROTOCOL);
-	end_fini(&s);
-	end_fini(&c);
+		tcp_pair(&cfd, &sfd);
+		end_init(&s, sfd, 0, 0);
+		end_init(&c, cfd, 0, 0);
+		push_server(&s, t[i].h);
+		push_client(&c, "a.test", alpn_h1, sizeof(alpn_h1) - 1, NULL);
+		handshake_both(&s, &c, &rs, &rc, false);
+		assert_int_equal(t[i].h->calls, 1);
+		assert_string_equal(t[i].h->sni, "a.test");
+		assert_int_equal(rs, -EPROTO);
+		assert_true(has(gw_xprt_tls_error(s.top), t[i].why));
+		assert_int_equal(rc, -EPROTO);
+		assert_int_equal(gw_xprt_tls_peer_alert(c.top), t[i].alert);
+		end_fini(&s);
+		end_fini(&c);
+	}
 }
 
 /* ---- handshakes and data ---- */
@@ -725,6 +716,8 @@ pattern(size_t n, unsigned seed)
 		p[i] = (uint8_t)((i * 131u + seed) ^ (i >> 7));
 	return p;
 }
+
+static const char *want_version = "TLSv1.3";
 
 /* A full handshake and 100 KiB each way; then close_notify both ways.
  * ks/ms, kc/mc: the fake layers' read and write sizes (0: no layer). */
@@ -758,7 +751,8 @@ handshake_case(size_t ks, size_t ms, size_t kc, size_t mc, const char *host, X50
 	}
 	assert_string_equal(gw_xprt_tls_alpn(c.top), pick ? pick : "");
 	assert_string_equal(gw_xprt_tls_alpn(s.top), pick ? pick : "");
-	assert_string_equal(gw_xprt_tls_version(c.top), "TLSv1.3");
+	assert_string_equal(gw_xprt_tls_version(c.top), want_version);
+	assert_string_equal(gw_xprt_tls_version(s.top), want_version);
 	assert_int_equal(gw_xprt_tls_verify_result(c.top), X509_V_OK);
 	assert_true(gw_xprt_tls_done(s.top) && gw_xprt_tls_done(c.top));
 	assert_false(gw_xprt_tls_resumed(c.top));
@@ -811,6 +805,26 @@ test_handshake_ip(void **state)
 {
 	(void)state;
 	handshake_case(0, 0, 13, 0, "127.0.0.1", pki.leaf_ip, alpn_h1, sizeof(alpn_h1) - 1, NULL);
+}
+
+/* A client that speaks TLS 1.2 at most: the server takes it, over the
+ * fake layers too. */
+static void
+test_handshake_tls12(void **state)
+{
+	char err[GW_TLS_ERR_MAX];
+	struct gw_tls_ctx *keep = pki.cctx;
+
+	(void)state;
+	pki.cctx = gw_tls_ctx_client_new(pki.trust, 0, err, sizeof(err));
+	assert_non_null(pki.cctx);
+	SSL_CTX_set_max_proto_version(gw_tls_ctx_ssl(pki.cctx), TLS1_2_VERSION);
+	want_version = "TLSv1.2";
+	handshake_case(0, 0, 0, 0, "a.test", pki.leaf, alpn_both, sizeof(alpn_both) - 1, "h2");
+	handshake_case(5, 3, 2, 7, "a.test", pki.leaf, NULL, 0, NULL);
+	want_version = "TLSv1.3";
+	gw_tls_ctx_free(pki.cctx);
+	pki.cctx = keep;
 }
 
 /* The server handshake pauses in its hello callback (the origin's ALPN is
@@ -1014,12 +1028,12 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_bad_params),    cmocka_unit_test(test_not_tls),
-	    cmocka_unit_test(test_tls10_hello),   cmocka_unit_test(test_reject),
-	    cmocka_unit_test(test_hello_refused), cmocka_unit_test(test_alpn_not_offered),
-	    cmocka_unit_test(test_handshake_tcp), cmocka_unit_test(test_handshake_split),
-	    cmocka_unit_test(test_handshake_ip),  cmocka_unit_test(test_pause_then_answer),
-	    cmocka_unit_test(test_preread_hello), cmocka_unit_test(test_truncation),
+	    cmocka_unit_test(test_bad_params),      cmocka_unit_test(test_not_tls),
+	    cmocka_unit_test(test_tls10_hello),     cmocka_unit_test(test_reject),
+	    cmocka_unit_test(test_hello_refused),   cmocka_unit_test(test_handshake_tcp),
+	    cmocka_unit_test(test_handshake_split), cmocka_unit_test(test_handshake_ip),
+	    cmocka_unit_test(test_handshake_tls12), cmocka_unit_test(test_pause_then_answer),
+	    cmocka_unit_test(test_preread_hello),   cmocka_unit_test(test_truncation),
 	    cmocka_unit_test(test_session_cache),
 	};
 
