@@ -654,7 +654,12 @@ dh_fini(struct dh *h)
 bool
 dh_ended(struct dh *h)
 {
-	return h->accepted && gw_conns_live() == h->live0 && h->w.conns == NULL;
+	/* The door's connection is gone, and each peer has read to the end
+	 * of what it was sent: the door's close puts its last bytes and the
+	 * FIN in the peers' sockets, which they read on a later event (cases
+	 * assert on those bytes once this holds). */
+	return h->accepted && gw_conns_live() == h->live0 && h->w.conns == NULL &&
+	       (h->client.fd < 0 || h->client.eof) && (h->origin.fd < 0 || h->origin.eof);
 }
 
 bool

@@ -145,7 +145,8 @@ void dh_run_(struct dh *h, bool (*until)(struct dh *h), const char *what, const 
 #define dh_run(h, until) dh_run_((h), (until), #until, __FILE__, __LINE__)
 
 /* Conditions. */
-bool dh_ended(struct dh *h);            /* every connection of the case ended */
+bool dh_ended(struct dh *h);            /* every connection of the case ended, and the
+                                           client read to its EOF */
 bool dh_client_eof(struct dh *h);
 bool dh_client_has(struct dh *h);       /* want_client bytes arrived */
 bool dh_origin_has(struct dh *h);       /* want_origin bytes arrived */
