@@ -20,9 +20,9 @@
 
 #include "certs.h"
 
-#define CA_DAYS 3650
+#define CA_DAYS      3650
 #define KEY_FILE_MAX 65536
-#define BACKDATE 3600           /* guests whose clocks lag a little still accept */
+#define BACKDATE     3600 /* guests whose clocks lag a little still accept */
 
 /* The reason of OpenSSL's latest error, for err strings (never key bytes:
  * the library's reasons are fixed texts). Clears the queue. */
@@ -187,7 +187,7 @@ create_file(const char *path, mode_t mode, BIO *bio, char *err, size_t errsz)
 	if (fd < 0) {
 		rc = -errno;
 		snprintf(err, errsz, "%s: cannot create: %s%s", path, strerror(-rc),
-			 rc == -ENOENT ? " (create its directory first)" : "");
+		         rc == -ENOENT ? " (create its directory first)" : "");
 		return rc;
 	}
 	rc = fchmod(fd, mode) < 0 ? -errno : 0; /* the umask only narrows; be exact */
@@ -218,7 +218,7 @@ read_key_file(const char *path, char **buf, size_t *len, char *err, size_t errsz
 
 	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
 		snprintf(err, errsz,
-			 "CA key %s is a symbolic link; set certs.ca_key to the file itself", path);
+		         "CA key %s is a symbolic link; set certs.ca_key to the file itself", path);
 		return -ELOOP;
 	}
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -240,15 +240,15 @@ read_key_file(const char *path, char **buf, size_t *len, char *err, size_t errsz
 	}
 	if (st.st_mode & 077) {
 		snprintf(err, errsz,
-			 "CA key %s is readable or writable by group or others (mode %04o); "
-			 "run chmod 600 %s",
-			 path, (unsigned)(st.st_mode & 07777), path);
+		         "CA key %s is readable or writable by group or others (mode %04o); "
+		         "run chmod 600 %s",
+		         path, (unsigned)(st.st_mode & 07777), path);
 		rc = -EPERM;
 		goto out;
 	}
 	if (st.st_size <= 0 || st.st_size > KEY_FILE_MAX) {
 		snprintf(err, errsz, "CA key %s: size %lld is not that of a PEM key", path,
-			 (long long)st.st_size);
+		         (long long)st.st_size);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -300,8 +300,8 @@ load_key(const char *path, EVP_PKEY **key, char *err, size_t errsz)
 	BIO_free(bio);
 	OPENSSL_secure_clear_free(buf, len);
 	if (!*key) {
-		snprintf(err, errsz,
-			 "CA key %s: not an unencrypted PEM private key (%s)", path, ossl_reason());
+		snprintf(err, errsz, "CA key %s: not an unencrypted PEM private key (%s)", path,
+		         ossl_reason());
 		return -EINVAL;
 	}
 	return 0;
@@ -322,7 +322,7 @@ load_cert(const char *path, X509 **cert, char *err, size_t errsz)
 	BIO_free(bio);
 	if (!*cert) {
 		snprintf(err, errsz, "CA certificate %s: not a PEM certificate (%s)", path,
-			 ossl_reason());
+		         ossl_reason());
 		return -EINVAL;
 	}
 	return 0;
@@ -336,7 +336,7 @@ static void
 ca_common_name(char *cn, size_t n)
 {
 	char host[65] = "";
-	uint8_t r[4] = { 0 };
+	uint8_t r[4] = {0};
 
 	if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
 		strcpy(host, "host");
@@ -359,9 +359,9 @@ make_ca_cert(EVP_PKEY *key, X509 **out)
 	name = X509_get_subject_name(x);
 	if (!X509_set_version(x, X509_VERSION_3) || set_serial(x) < 0 ||
 	    !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, (const unsigned char *)"sluice",
-					-1, -1, 0) ||
+	                                -1, -1, 0) ||
 	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1,
-					-1, 0) ||
+	                                -1, 0) ||
 	    !X509_set_issuer_name(x, name) || !X509_gmtime_adj(X509_getm_notBefore(x), -BACKDATE) ||
 	    !X509_time_adj_ex(X509_getm_notAfter(x), CA_DAYS, 0, NULL) || !X509_set_pubkey(x, key))
 		goto fail;
@@ -380,8 +380,7 @@ fail:
 }
 
 static int
-ca_create(const char *cert_path, const char *key_path, struct certs_ca *ca, char *err,
-	  size_t errsz)
+ca_create(const char *cert_path, const char *key_path, struct certs_ca *ca, char *err, size_t errsz)
 {
 	BIO *kb = NULL, *cb = NULL;
 	int rc = -EIO;
@@ -417,35 +416,35 @@ out:
 /* The loaded pair is one a strict verifier accepts leaves under. */
 static int
 ca_check(const char *cert_path, const char *key_path, const struct certs_ca *ca, char *err,
-	 size_t errsz)
+         size_t errsz)
 {
 	X509 *cert = ca->cert;
 
 	if (X509_check_ca(cert) != 1 || !(X509_get_key_usage(cert) & KU_KEY_CERT_SIGN)) {
 		snprintf(err, errsz,
-			 "CA certificate %s is not a CA certificate (basicConstraints CA:TRUE "
-			 "and keyUsage keyCertSign needed)",
-			 cert_path);
+		         "CA certificate %s is not a CA certificate (basicConstraints CA:TRUE "
+		         "and keyUsage keyCertSign needed)",
+		         cert_path);
 		return -EINVAL;
 	}
 	if (!X509_get0_subject_key_id(cert)) {
 		snprintf(err, errsz,
-			 "CA certificate %s has no subjectKeyIdentifier; strict verifiers "
-			 "(Python 3.13) reject leaves under it",
-			 cert_path);
+		         "CA certificate %s has no subjectKeyIdentifier; strict verifiers "
+		         "(Python 3.13) reject leaves under it",
+		         cert_path);
 		return -EINVAL;
 	}
 	if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0) {
 		snprintf(err, errsz,
-			 "CA certificate %s has expired; remove it and %s to create a new CA "
-			 "(and trust the new one in every guest)",
-			 cert_path, key_path);
+		         "CA certificate %s has expired; remove it and %s to create a new CA "
+		         "(and trust the new one in every guest)",
+		         cert_path, key_path);
 		return -EINVAL;
 	}
 	if (X509_check_private_key(cert, ca->key) != 1) {
 		ERR_clear_error();
 		snprintf(err, errsz, "CA certificate %s does not match the key %s", cert_path,
-			 key_path);
+		         key_path);
 		return -EINVAL;
 	}
 	return 0;
@@ -453,7 +452,7 @@ ca_check(const char *cert_path, const char *key_path, const struct certs_ca *ca,
 
 int
 certs_ca_open(const char *cert_path, const char *key_path, struct certs_ca *ca, bool *created,
-	      char *err, size_t errsz)
+              char *err, size_t errsz)
 {
 	struct stat st;
 	bool have_cert, have_key;
@@ -472,9 +471,9 @@ certs_ca_open(const char *cert_path, const char *key_path, struct certs_ca *ca, 
 	}
 	if (!have_key || !have_cert) {
 		snprintf(err, errsz,
-			 "%s exists but %s does not; restore it, or remove %s to create a new CA",
-			 have_cert ? cert_path : key_path, have_cert ? key_path : cert_path,
-			 have_cert ? cert_path : key_path);
+		         "%s exists but %s does not; restore it, or remove %s to create a new CA",
+		         have_cert ? cert_path : key_path, have_cert ? key_path : cert_path,
+		         have_cert ? cert_path : key_path);
 		return -ENOENT;
 	}
 	rc = load_key(key_path, &ca->key, err, errsz);
@@ -564,7 +563,7 @@ out:
 
 int
 certs_mint(const struct certs_ca *ca, EVP_PKEY *leaf_pub, const char *host, unsigned days,
-	   time_t now, X509 **out, char *err, size_t errsz)
+           time_t now, X509 **out, char *err, size_t errsz)
 {
 	uint8_t addr[16];
 	size_t hlen = host ? strnlen(host, CERTS_HOST_MAX + 1) : 0;
@@ -590,7 +589,7 @@ certs_mint(const struct certs_ca *ca, EVP_PKEY *leaf_pub, const char *host, unsi
 	name = X509_get_subject_name(x);
 	if (!X509_set_version(x, X509_VERSION_3) || set_serial(x) < 0 ||
 	    (cn && !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-					       (const unsigned char *)host, (int)hlen, -1, 0)) ||
+	                                       (const unsigned char *)host, (int)hlen, -1, 0)) ||
 	    !X509_set_issuer_name(x, X509_get_subject_name(ca->cert)) ||
 	    !X509_time_adj_ex(X509_getm_notBefore(x), 0, -BACKDATE, &now) ||
 	    !X509_time_adj_ex(X509_getm_notAfter(x), (int)days, 0, &now) ||

@@ -16,26 +16,26 @@
 enum entry_state { MINTING, READY, FAILED };
 
 struct entry {
-	struct entry *hnext;            /* hash chain (MINTING and READY) */
-	struct entry *prev, *next;      /* LRU list, most recent first (READY only) */
+	struct entry *hnext;       /* hash chain (MINTING and READY) */
+	struct entry *prev, *next; /* LRU list, most recent first (READY only) */
 	enum entry_state state;
-	unsigned pins;                  /* the minter and the waiters still to take the result */
-	bool dropped;                   /* out of table and list; freed with its last pin */
-	X509 *x509;                     /* READY: the cache's reference */
-	time_t renew_at;                /* READY: mint anew from then on */
-	int rc;                         /* FAILED */
-	char err[160];                  /* FAILED */
+	unsigned pins;   /* the minter and the waiters still to take the result */
+	bool dropped;    /* out of table and list; freed with its last pin */
+	X509 *x509;      /* READY: the cache's reference */
+	time_t renew_at; /* READY: mint anew from then on */
+	int rc;          /* FAILED */
+	char err[160];   /* FAILED */
 	uint32_t hash;
 	char host[];
 };
 
 struct certs_cache {
 	pthread_mutex_t lock;
-	pthread_cond_t done;            /* a mint finished (any host) */
+	pthread_cond_t done; /* a mint finished (any host) */
 	struct entry **table;
 	size_t mask;
-	struct entry *head, *tail;      /* LRU */
-	size_t cap, n;                  /* n: READY entries */
+	struct entry *head, *tail; /* LRU */
+	size_t cap, n;             /* n: READY entries */
 	certs_mint_fn mint;
 	void *arg;
 	certs_clock_fn clock;

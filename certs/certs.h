@@ -49,8 +49,8 @@ struct certs_ca {
  * subjectKeyIdentifier, has expired, or does not match the key. `created`
  * (may be NULL) says whether the pair was made now. Fills *ca (release
  * with certs_ca_fini()); 0 or -errno with one line in err. */
-int certs_ca_open(const char *cert_path, const char *key_path, struct certs_ca *ca,
-		  bool *created, char *err, size_t errsz);
+int certs_ca_open(const char *cert_path, const char *key_path, struct certs_ca *ca, bool *created,
+                  char *err, size_t errsz);
 void certs_ca_fini(struct certs_ca *ca);
 
 /* ---- leaves ---- */
@@ -68,7 +68,7 @@ EVP_PKEY *certs_leaf_key_new(void);
  * Thread-safe for distinct outputs. Returns 0 with *out owned by the
  * caller, or -errno with one line in err. */
 int certs_mint(const struct certs_ca *ca, EVP_PKEY *leaf_pub, const char *host, unsigned days,
-	       time_t now, X509 **out, char *err, size_t errsz);
+               time_t now, X509 **out, char *err, size_t errsz);
 
 /* ---- the signer's wire format (pure) ---- */
 
@@ -81,18 +81,17 @@ int certs_wire_encode(uint8_t *out, size_t outsz, const struct certs_msg *m);
  * payload that type allows (MINT: a host certs_host_check() accepts;
  * ERROR: a known code and printable text). *m borrows in. Returns 0, or
  * -EINVAL with the reason in err (err never quotes the bytes). */
-int certs_wire_decode(const uint8_t *in, size_t len, struct certs_msg *m, char *err,
-		      size_t errsz);
+int certs_wire_decode(const uint8_t *in, size_t len, struct certs_msg *m, char *err, size_t errsz);
 
 /* ---- the signer process ---- */
 
 struct certs_signer;
 
 struct certs_signer_opts {
-	const char *ca_cert;            /* paths for certs_ca_open() */
+	const char *ca_cert; /* paths for certs_ca_open() */
 	const char *ca_key;
-	unsigned leaf_validity_days;    /* 1..397 */
-	int timeout_ms;                 /* one reply at most; 0: 10000 */
+	unsigned leaf_validity_days; /* 1..397 */
+	int timeout_ms;              /* one reply at most; 0: 10000 */
 };
 
 /* Forks the signer at daemon start (before any worker thread): the child
@@ -104,7 +103,7 @@ struct certs_signer_opts {
  * -errno with one line in err (the signer's own reason when it refused the
  * CA). Not thread-safe; call once. */
 int certs_signer_start(const struct certs_signer_opts *o, struct certs_signer **out, char *err,
-		       size_t errsz);
+                       size_t errsz);
 
 /* Asks the signer for a leaf for host. Thread-safe (one request at a time
  * over the socket; the cache in front makes misses rare). Returns 0 with
@@ -112,7 +111,7 @@ int certs_signer_start(const struct certs_signer_opts *o, struct certs_signer **
  * -ETIMEDOUT, -EPIPE once the signer is gone, or -EIO (the signer's
  * reason in err). */
 int certs_signer_mint(struct certs_signer *s, const char *host, X509 **out, char *err,
-		      size_t errsz);
+                      size_t errsz);
 
 /* certs_signer_mint() as a certs_mint_fn, arg being the signer. */
 int certs_signer_mint_cb(void *arg, const char *host, X509 **out, char *err, size_t errsz);
@@ -145,7 +144,7 @@ struct certs_cache;
  * (>= 1) leaves; a leaf is minted anew once half its validity has passed.
  * NULL when out of memory. */
 struct certs_cache *certs_cache_new(size_t capacity, certs_mint_fn mint, void *arg,
-				    certs_clock_fn clock);
+                                    certs_clock_fn clock);
 
 /* The leaf for host: a new reference in *out (X509_free() it; use it with
  * the shared leaf key). On a miss exactly one caller mints; callers that

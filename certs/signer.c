@@ -22,20 +22,20 @@
 
 #include "certs.h"
 
-#define SIGNER_FD 3
+#define SIGNER_FD    3
 #define STOP_WAIT_MS 2000
 
 struct certs_signer {
 	pid_t pid;
 	int fd;
 	int timeout_ms;
-	pthread_mutex_t lock;           /* one exchange at a time on fd */
-	uint32_t next_id;               /* under lock */
-	bool gone;                      /* under lock: EOF or error on fd */
-	X509 *ca;                       /* the CA certificate only */
+	pthread_mutex_t lock; /* one exchange at a time on fd */
+	uint32_t next_id;     /* under lock */
+	bool gone;            /* under lock: EOF or error on fd */
+	X509 *ca;             /* the CA certificate only */
 	char *ca_pem;
-	EVP_PKEY *leaf_key;             /* the shared leaf key (not the CA's) */
-	uint8_t buf[CERTS_WIRE_MAX];    /* under lock: the reply being read */
+	EVP_PKEY *leaf_key;          /* the shared leaf key (not the CA's) */
+	uint8_t buf[CERTS_WIRE_MAX]; /* under lock: the reply being read */
 };
 
 /* ---- the child ---- */
@@ -57,7 +57,7 @@ static void
 child_error(int fd, uint32_t id, uint8_t code, const char *text)
 {
 	char t[CERTS_WIRE_ERRMSG_MAX + 1];
-	struct certs_msg m = { .type = CERTS_MSG_ERROR, .id = id, .code = code };
+	struct certs_msg m = {.type = CERTS_MSG_ERROR, .id = id, .code = code};
 
 	/* one printable line, cut to fit */
 	snprintf(t, sizeof(t), "%s", text);
@@ -75,7 +75,7 @@ child_send_der(int fd, uint8_t t, uint32_t id, X509 *x)
 {
 	unsigned char *der = NULL;
 	int n = i2d_X509(x, &der);
-	struct certs_msg m = { .type = t, .id = id, .payload = der, .len = n > 0 ? (size_t)n : 0 };
+	struct certs_msg m = {.type = t, .id = id, .payload = der, .len = n > 0 ? (size_t)n : 0};
 
 	if (n <= 0 || (size_t)n > CERTS_WIRE_MAX - CERTS_WIRE_HDR)
 		child_error(fd, id, CERTS_ERR_MINT, "certificate too large to send");
@@ -107,7 +107,7 @@ child_fds(int fd)
 static void
 child_signals(void)
 {
-	struct sigaction sa = { .sa_handler = SIG_IGN };
+	struct sigaction sa = {.sa_handler = SIG_IGN};
 	sigset_t all;
 
 	sigemptyset(&sa.sa_mask);
@@ -121,15 +121,15 @@ child_signals(void)
 
 static void
 child_serve(int fd, const struct certs_signer_opts *o, const struct certs_ca *ca,
-	    const char *ca_err)
+            const char *ca_err)
 {
 	static uint8_t buf[CERTS_WIRE_MAX];
 	EVP_PKEY *leaf = NULL;
 	char err[256];
 
 	for (;;) {
-		struct iovec iov = { buf, sizeof(buf) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		struct iovec iov = {buf, sizeof(buf)};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 		struct certs_msg m;
 		ssize_t n = recvmsg(fd, &mh, 0);
 
@@ -139,12 +139,13 @@ child_serve(int fd, const struct certs_signer_opts *o, const struct certs_ca *ca
 			_exit(n == 0 ? 0 : 3); /* EOF: the daemon is done */
 		if ((mh.msg_flags & MSG_TRUNC) ||
 		    certs_wire_decode(buf, (size_t)n, &m, err, sizeof(err)) < 0) {
-			child_error(fd, n >= CERTS_WIRE_HDR ? (uint32_t)buf[1] << 24 |
-								  (uint32_t)buf[2] << 16 |
-								  (uint32_t)buf[3] << 8 | buf[4]
-							    : 0,
-				    CERTS_ERR_BAD_REQUEST,
-				    (mh.msg_flags & MSG_TRUNC) ? "message too long" : err);
+			child_error(fd,
+			            n >= CERTS_WIRE_HDR
+			                ? (uint32_t)buf[1] << 24 | (uint32_t)buf[2] << 16 |
+			                      (uint32_t)buf[3] << 8 | buf[4]
+			                : 0,
+			            CERTS_ERR_BAD_REQUEST,
+			            (mh.msg_flags & MSG_TRUNC) ? "message too long" : err);
 			continue;
 		}
 		if (m.type == CERTS_MSG_HELLO) {
@@ -164,7 +165,7 @@ child_serve(int fd, const struct certs_signer_opts *o, const struct certs_ca *ca
 				leaf = NULL;
 				ERR_clear_error();
 				child_error(fd, m.id, CERTS_ERR_BAD_REQUEST,
-					    "HELLO: not a DER public key");
+				            "HELLO: not a DER public key");
 				continue;
 			}
 			child_send_der(fd, CERTS_MSG_READY, m.id, ca->cert);
@@ -179,7 +180,7 @@ child_serve(int fd, const struct certs_signer_opts *o, const struct certs_ca *ca
 			memcpy(host, m.payload, m.len);
 			host[m.len] = 0;
 			if (certs_mint(ca, leaf, host, o->leaf_validity_days, time(NULL), &x, err,
-				       sizeof(err)) < 0) {
+			               sizeof(err)) < 0) {
 				child_error(fd, m.id, CERTS_ERR_MINT, err);
 				continue;
 			}
@@ -215,7 +216,7 @@ child_main(int fd, const struct certs_signer_opts *o, pid_t parent)
  * out are skipped by id). Called under s->lock. */
 static int
 exchange(struct certs_signer *s, const struct certs_msg *req, uint8_t *buf, struct certs_msg *rep,
-	 char *err, size_t errsz)
+         char *err, size_t errsz)
 {
 	uint8_t out[CERTS_WIRE_HDR + CERTS_HOST_MAX + 1024];
 	int n = certs_wire_encode(out, sizeof(out), req);
@@ -235,17 +236,18 @@ exchange(struct certs_signer *s, const struct certs_msg *req, uint8_t *buf, stru
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		struct pollfd p = { .fd = s->fd, .events = POLLIN };
+		struct pollfd p = {.fd = s->fd, .events = POLLIN};
 		struct timespec t1;
 		long left;
 		ssize_t r;
 
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		left = s->timeout_ms - ((t1.tv_sec - t0.tv_sec) * 1000 +
-					(t1.tv_nsec - t0.tv_nsec) / 1000000);
+		left = s->timeout_ms -
+		       ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
 		if (left <= 0) {
-			snprintf(err, errsz, "the certificate signer (pid %d) did not answer in %d ms",
-				 (int)s->pid, s->timeout_ms);
+			snprintf(err, errsz,
+			         "the certificate signer (pid %d) did not answer in %d ms",
+			         (int)s->pid, s->timeout_ms);
 			return -ETIMEDOUT;
 		}
 		if (poll(&p, 1, (int)left) < 0 && errno != EINTR) {
@@ -314,8 +316,8 @@ hello(struct certs_signer *s, char *err, size_t errsz)
 {
 	unsigned char *spki = NULL;
 	int n = i2d_PUBKEY(s->leaf_key, &spki);
-	struct certs_msg req = { .type = CERTS_MSG_HELLO, .id = 0, .payload = spki,
-				 .len = n > 0 ? (size_t)n : 0 };
+	struct certs_msg req = {
+	    .type = CERTS_MSG_HELLO, .id = 0, .payload = spki, .len = n > 0 ? (size_t)n : 0};
 	struct certs_msg rep;
 	int rc;
 
@@ -337,15 +339,14 @@ hello(struct certs_signer *s, char *err, size_t errsz)
 
 int
 certs_signer_start(const struct certs_signer_opts *o, struct certs_signer **out, char *err,
-		   size_t errsz)
+                   size_t errsz)
 {
 	struct certs_signer *s;
 	pid_t parent = getpid();
 	int sv[2], rc;
 
 	*out = NULL;
-	if (!o->ca_cert || !o->ca_key || o->leaf_validity_days < 1 ||
-	    o->leaf_validity_days > 397) {
+	if (!o->ca_cert || !o->ca_key || o->leaf_validity_days < 1 || o->leaf_validity_days > 397) {
 		snprintf(err, errsz, "certs_signer_start: bad options");
 		return -EINVAL;
 	}
@@ -398,8 +399,8 @@ certs_signer_mint(struct certs_signer *s, const char *host, X509 **out, char *er
 {
 	uint8_t addr[16];
 	size_t len = host ? strnlen(host, CERTS_HOST_MAX + 1) : 0;
-	struct certs_msg req = { .type = CERTS_MSG_MINT, .payload = (const uint8_t *)host,
-				 .len = len };
+	struct certs_msg req = {
+	    .type = CERTS_MSG_MINT, .payload = (const uint8_t *)host, .len = len};
 	struct certs_msg rep;
 	int rc;
 

@@ -84,7 +84,7 @@ certs_wire_decode(const uint8_t *in, size_t len, struct certs_msg *m, char *err,
 	memset(m, 0, sizeof(*m));
 	if (len < CERTS_WIRE_HDR || len > CERTS_WIRE_MAX) {
 		snprintf(err, errsz, "message of %zu bytes (%d..%d)", len, CERTS_WIRE_HDR,
-			 CERTS_WIRE_MAX);
+		         CERTS_WIRE_MAX);
 		return -EINVAL;
 	}
 	m->type = in[0];

@@ -37,7 +37,7 @@ check_host(const uint8_t *p, size_t n)
 		CHECK(!(p[i] >= 'A' && p[i] <= 'Z'));
 	if (kind == CERTS_HOST_IP4 || kind == CERTS_HOST_IP6) {
 		CHECK(inet_ntop(kind == CERTS_HOST_IP4 ? AF_INET : AF_INET6, addr, back,
-				sizeof(back)) != NULL);
+		                sizeof(back)) != NULL);
 		CHECK(strlen(back) == n && memcmp(back, p, n) == 0);
 	} else {
 		CHECK(kind == CERTS_HOST_DNS);
