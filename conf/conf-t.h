@@ -234,7 +234,9 @@ struct conf_pool {
 struct conf_certs {
 	char *ca_cert;
 	char *ca_key;
+	char *upstream_ca;              /* NULL: the system trust store alone */
 	uint32_t cache_size;
+	uint32_t leaf_validity_days;    /* 1..397 */
 };
 
 struct conf_preview {

@@ -1653,7 +1653,8 @@ load_pools(struct ctx *x, const struct cy_node *n)
 static void
 load_certs(struct ctx *x, const struct cy_node *n)
 {
-	static const char *const keys[] = { "ca_cert", "ca_key", "cache_size", NULL };
+	static const char *const keys[] = { "ca_cert", "ca_key", "upstream_ca", "cache_size",
+					    "leaf_validity_days", NULL };
 	struct conf_certs *ce = &x->c->certs;
 
 	if (!expect_map(x, n, "certs", keys))
@@ -1662,7 +1663,14 @@ load_certs(struct ctx *x, const struct cy_node *n)
 		err_at(x, map_get(n, "ca_cert"), "certs.ca_cert: must be an absolute path");
 	if (get_str(x, map_get(n, "ca_key"), "certs.ca_key", &ce->ca_key) && ce->ca_key[0] != '/')
 		err_at(x, map_get(n, "ca_key"), "certs.ca_key: must be an absolute path");
+	if (get_str(x, map_get(n, "upstream_ca"), "certs.upstream_ca", &ce->upstream_ca) &&
+	    ce->upstream_ca[0] != '/')
+		err_at(x, map_get(n, "upstream_ca"), "certs.upstream_ca: must be an absolute path");
 	get_u32(x, map_get(n, "cache_size"), "certs.cache_size", 1, 1000000, &ce->cache_size);
+	/* 397 days: the longest server certificate browsers and the CA/B
+	 * Forum baseline accept. */
+	get_u32(x, map_get(n, "leaf_validity_days"), "certs.leaf_validity_days", 1, 397,
+		&ce->leaf_validity_days);
 }
 
 static void
@@ -1772,6 +1780,7 @@ set_defaults(struct conf *c, struct conf_arena *a)
 	c->certs.ca_cert = conf_arena_strndup(a, "/var/lib/sluice/ca.pem", 22);
 	c->certs.ca_key = conf_arena_strndup(a, "/var/lib/sluice/ca.key", 22);
 	c->certs.cache_size = 10000;
+	c->certs.leaf_validity_days = 30;
 }
 
 /* Default listen addresses, parsed the same way as written ones. */

@@ -154,6 +154,7 @@ conf_copy_but_pools(const struct conf *base)
 	c->certs = base->certs;
 	c->certs.ca_cert = dup_str(a, base->certs.ca_cert);
 	c->certs.ca_key = dup_str(a, base->certs.ca_key);
+	c->certs.upstream_ca = dup_str(a, base->certs.upstream_ca);
 
 	c->preview = base->preview;
 	c->preview.domain = dup_str(a, base->preview.domain);

@@ -24,6 +24,15 @@ struct bad_case {
 /* Each case yields exactly one error. Environment while they run:
  * SL_SET=x, SL_EMPTY="", SL_NOT_SET_ANYWHERE unset. */
 static const struct bad_case bad_cases[] = {
+	{ "leaf-validity-zero",
+	  "certs: { leaf_validity_days: 0 }\n",
+	  "t.yaml:1:30: certs.leaf_validity_days: 0 is out of range 1..397" },
+	{ "leaf-validity-too-long",
+	  "certs: { leaf_validity_days: 398 }\n",
+	  "t.yaml:1:30: certs.leaf_validity_days: 398 is out of range 1..397" },
+	{ "upstream-ca-relative",
+	  "certs: { upstream_ca: ca.pem }\n",
+	  "t.yaml:1:23: certs.upstream_ca: must be an absolute path" },
 	{ "control-socket-relative",
 	  "daemon: { control_socket: run/control.sock }\n",
 	  "t.yaml:1:27: daemon.control_socket: must be an absolute path shorter than 108 bytes, or off" },
@@ -490,6 +499,8 @@ test_default_config(void **state)
 	assert_string_equal(c->certs.ca_cert, "/var/lib/sluice/ca.pem");
 	assert_string_equal(c->certs.ca_key, "/var/lib/sluice/ca.key");
 	assert_int_equal(c->certs.cache_size, 10000);
+	assert_int_equal(c->certs.leaf_validity_days, 30);
+	assert_null(c->certs.upstream_ca);
 	assert_string_equal(c->preview.domain, "preview.localhost");
 	assert_int_equal(c->preview.listen.port, 8443);
 
