@@ -1673,6 +1673,28 @@ load_certs(struct ctx *x, const struct cy_node *n)
 		&ce->leaf_validity_days);
 }
 
+/* The CA's files default to daemon.data_dir/ca.pem and ca.key, so that a
+ * daemon with its own data_dir (tests, a second instance) has its own CA. */
+static void
+certs_in_data_dir(struct ctx *x)
+{
+	struct conf_certs *ce = &x->c->certs;
+	const char *dir = x->c->daemon.data_dir;
+	size_t n = strlen(dir);
+	char *p;
+
+	if (!ce->ca_cert && (p = conf_arena_alloc(x->c->arena, n + sizeof("/ca.pem")))) {
+		memcpy(p, dir, n);
+		memcpy(p + n, "/ca.pem", sizeof("/ca.pem"));
+		ce->ca_cert = p;
+	}
+	if (!ce->ca_key && (p = conf_arena_alloc(x->c->arena, n + sizeof("/ca.key")))) {
+		memcpy(p, dir, n);
+		memcpy(p + n, "/ca.key", sizeof("/ca.key"));
+		ce->ca_key = p;
+	}
+}
+
 static void
 load_preview(struct ctx *x, const struct cy_node *n)
 {
@@ -1777,8 +1799,8 @@ set_defaults(struct conf *c, struct conf_arena *a)
 	c->gateway.connect_timeout_ms = 10000;
 	c->gateway.idle_timeout_ms = 300000;
 	c->gateway.access_log = conf_arena_strndup(a, "stderr", 6);
-	c->certs.ca_cert = conf_arena_strndup(a, "/var/lib/sluice/ca.pem", 22);
-	c->certs.ca_key = conf_arena_strndup(a, "/var/lib/sluice/ca.key", 22);
+	/* certs.ca_cert and ca_key: in daemon.data_dir unless given
+	 * (certs_in_data_dir()). */
 	c->certs.cache_size = 10000;
 	c->certs.leaf_validity_days = 30;
 }
@@ -1840,6 +1862,7 @@ conf_load_mem(const char *name, const char *buf, size_t len, struct conf_diag *d
 		load_preview(&x, map_get(root, "preview"));
 		link_refs(&x, root);
 	}
+	certs_in_data_dir(&x);
 	conf_diag_sort(d);
 	if (x.errors) {
 		conf_arena_free(a);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "certs.h"
 #include "api.h"
 #include "apiv1.h"
 #include "claims.h"
@@ -47,6 +48,7 @@ struct gw_daemon {
 	struct gw_apiv1 *apiv1;
 	struct gw_api *api;             /* api.listen, api.socket */
 	const char *agent_path;         /* --agent */
+	struct certs_signer *signer;    /* the CA's own process (certs/) */
 };
 
 /* The configuration the API authenticates against. */
@@ -392,6 +394,23 @@ main(int argc, char **argv)
 			rc = -EINVAL;
 			goto out;
 		}
+		/* The CA's signer before any thread exists (it forks): it
+		 * alone opens the CA key, creating the CA on first start. */
+		{
+			struct certs_signer_opts so = {
+				.ca_cert = dm.conf->certs.ca_cert,
+				.ca_key = dm.conf->certs.ca_key,
+				.leaf_validity_days = dm.conf->certs.leaf_validity_days,
+			};
+
+			if (certs_signer_start(&so, &dm.signer, err, sizeof(err)) < 0) {
+				gw_log_errx("certs: %s", err);
+				rc = -EINVAL;
+				goto out;
+			}
+			gw_log_info("certs: CA %s, signer pid %d", dm.conf->certs.ca_cert,
+				    (int)certs_signer_pid(dm.signer));
+		}
 		/* The fleet first: the lane doors listen inside it. The
 		 * fleet keeps the configuration it started with (lanes
 		 * change on restart only). */
@@ -414,6 +433,7 @@ main(int argc, char **argv)
 			rc = -EINVAL;
 			goto out;
 		}
+		gw_apiv1_set_ca_pem(dm.apiv1, certs_signer_ca_pem(dm.signer));
 		if (dm.conf->api.listen.set || dm.conf->api.socket) {
 			the_daemon = &dm;
 			dm.api = gw_api_start(dm.conf, gw_apiv1_routes, api_conf, dm.apiv1, err,
@@ -468,6 +488,8 @@ out:
 	/* Sandboxes outlive the daemon: their links and rules stay unless
 	 * the operator asked for a teardown on a clean exit. */
 	gw_fleet_close(dm.fleet, rc >= 0 && dm.conf->daemon.fleet_teardown);
+	if (dm.signer && certs_signer_stop(dm.signer) < 0)
+		gw_log_warnx("certs: the signer did not end cleanly");
 	conf_unref(fleet_conf);
 	gw_snap_publish(NULL);
 	gw_loop_free(dm.loop);

@@ -28,7 +28,28 @@ struct gw_apiv1 {
 	struct gw_claims *claims;
 	struct pool_mgr *mgr;
 	int64_t started_ms;
+	const char *ca_pem;             /* borrowed; NULL: none */
 };
+
+void
+gw_apiv1_set_ca_pem(struct gw_apiv1 *v, const char *pem)
+{
+	v->ca_pem = pem;
+}
+
+/* The CA certificate guests and clients trust for intercepted hosts. */
+static void
+h_ca_pem(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
+{
+	struct gw_apiv1 *v = arg;
+
+	(void)i;
+	if (!v->ca_pem) {
+		gw_api_reply_error(r, 503, "no-ca", "the gateway has no CA");
+		return;
+	}
+	gw_api_reply_raw(r, 200, "application/x-pem-file", v->ca_pem, strlen(v->ca_pem));
+}
 
 struct gw_apiv1 *
 gw_apiv1_new(struct gw_claims *claims)
@@ -1546,6 +1567,7 @@ const struct gw_api_route gw_apiv1_routes[] = {
 	{ "GET", "/v1/pools", true, false, h_pools_get },
 	{ "PUT", "/v1/pools", true, false, h_pools_put },
 	{ "GET", "/v1/info", true, false, h_info },
+	{ "GET", "/v1/ca.pem", false, false, h_ca_pem },
 	{ "GET", "/v1/usage", false, false, h_usage },
 	{ "GET", "/metrics", true, false, h_metrics },
 	{ NULL, NULL, false, false, NULL },

@@ -28,6 +28,9 @@ extern const struct gw_api_route gw_apiv1_routes[];
 struct gw_apiv1;
 struct gw_apiv1 *gw_apiv1_new(struct gw_claims *claims);
 void gw_apiv1_free(struct gw_apiv1 *v);
+/* The CA certificate (PEM) GET /v1/ca.pem serves: borrowed, valid until
+ * gw_apiv1_free(). */
+void gw_apiv1_set_ca_pem(struct gw_apiv1 *v, const char *pem);
 
 /* ---- validators (pure) ------------------------------------------------ */
 

@@ -159,6 +159,23 @@ acme GET /v1/pools
 check "a tenant key on GET /v1/pools: 403 operator-only" eval 'status 403 && is "d[\"error\"][\"code\"]" operator-only'
 acme GET /v1/info
 check "a tenant key on GET /v1/info: 403 operator-only" eval 'status 403 && is "d[\"error\"][\"code\"]" operator-only'
+
+# --- 1b. the CA (certs/): made on first start, served to tenants ---------------
+check "the CA was created: certificate and key in place" test -s "$E2E_TMP/ca.pem" -a -s "$E2E_TMP/ca.key"
+check "the CA key is mode 0600" test "$(stat -c %a "$E2E_TMP/ca.key")" = 600
+check "the CA key is not in the daemon's log" eval '! grep -q "PRIVATE KEY" "$LOG"'
+req tcp "" GET /v1/ca.pem
+check "GET /v1/ca.pem without a token: 401" status 401
+acme GET /v1/ca.pem
+check "GET /v1/ca.pem as a tenant: 200, application/x-pem-file" \
+	eval 'status 200 && header "Content-Type: application/x-pem-file"'
+check "... the very certificate in certs.ca_cert" cmp -s "$BODY" "$E2E_TMP/ca.pem"
+check "... a CA certificate (CA:TRUE, keyCertSign) on an EC P-256 key" eval \
+	'openssl x509 -in "$BODY" -noout -text | grep -q "CA:TRUE" &&
+	 openssl x509 -in "$BODY" -noout -text | grep -q "Certificate Sign" &&
+	 openssl x509 -in "$BODY" -noout -text | grep -q "prime256v1"'
+check "... with no private key in it" eval '! grep -q "PRIVATE" "$BODY"'
+CA_FP=$(openssl x509 -in "$E2E_TMP/ca.pem" -noout -fingerprint -sha256)
 req tcp "$SL_E2E_OPTOK" GET /v1/pools
 check "the operator token over TCP: GET /v1/pools 200" status 200
 op GET /v1/info
@@ -646,6 +663,32 @@ done
 check "no sandbox process is left ($left)" test -z "$left"
 check "fleet_teardown: the fleet namespace is removed" test ! -e "/run/netns/$FLEET"
 check "the API socket is removed" test ! -e "$SOCK"
+
+# --- the CA's files are kept, and a bad key refuses the start ----------------------
+check "after the stop the CA is unchanged (fingerprint)" \
+	test "$(openssl x509 -in "$E2E_TMP/ca.pem" -noout -fingerprint -sha256)" = "$CA_FP"
+# start_refused NAME: the daemon with $E2E_TMP/refuse.yaml exits non-zero,
+# its log naming the key file.
+start_refused() {
+	local rc=0
+	timeout 30 nsenter --net="/run/netns/$gw" "$SLUICED" --config "$E2E_TMP/refuse.yaml" \
+		2>"$E2E_TMP/refuse.log" || rc=$?
+	[ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "certs: CA key $E2E_TMP/bad/ca.key" "$E2E_TMP/refuse.log"
+}
+mkdir -p "$E2E_TMP/bad"
+cp "$E2E_TMP/ca.pem" "$E2E_TMP/bad/ca.pem"
+cp "$E2E_TMP/ca.key" "$E2E_TMP/bad/ca.key"
+sed -e "s|^certs: .*|certs: { ca_cert: $E2E_TMP/bad/ca.pem, ca_key: $E2E_TMP/bad/ca.key }|" \
+	"$E2E_TMP/sluice.yaml" >"$E2E_TMP/refuse.yaml"
+chmod 0640 "$E2E_TMP/bad/ca.key"
+check "a group-readable CA key refuses the start, naming the file" start_refused
+check "... and says why" grep -q "readable or writable by group or others" "$E2E_TMP/refuse.log"
+check "... without a word of the key" eval '! grep -q "PRIVATE KEY" "$E2E_TMP/refuse.log"'
+chmod 0600 "$E2E_TMP/bad/ca.key"
+mv "$E2E_TMP/bad/ca.key" "$E2E_TMP/bad/real.key"
+ln -s "$E2E_TMP/bad/real.key" "$E2E_TMP/bad/ca.key"
+check "a CA key that is a symlink refuses the start" start_refused
+check "... the real key was not rewritten" cmp -s "$E2E_TMP/bad/real.key" "$E2E_TMP/ca.key"
 
 [ "$E2E_FAILS" = 0 ] || dump_log
 finish

@@ -381,6 +381,32 @@ test_secrets_resolve(void **state)
 	unsetenv("SL_TOK");
 }
 
+/* The CA's files follow daemon.data_dir unless given; given ones win. */
+static void
+test_certs_in_data_dir(void **state)
+{
+	static const char y1[] = "daemon: { data_dir: /srv/sl }\n";
+	static const char y2[] = "daemon: { data_dir: /srv/sl }\n"
+				 "certs: { ca_cert: /etc/sl/ca.pem }\n";
+	struct conf_diag d;
+	struct conf *c;
+
+	(void)state;
+	conf_diag_init(&d);
+	c = conf_load_mem("t.yaml", y1, sizeof(y1) - 1, &d);
+	assert_non_null(c);
+	assert_string_equal(c->certs.ca_cert, "/srv/sl/ca.pem");
+	assert_string_equal(c->certs.ca_key, "/srv/sl/ca.key");
+	conf_unref(c);
+	c = conf_load_mem("t.yaml", y2, sizeof(y2) - 1, &d);
+	assert_non_null(c);
+	assert_string_equal(c->certs.ca_cert, "/etc/sl/ca.pem");
+	assert_string_equal(c->certs.ca_key, "/srv/sl/ca.key");
+	conf_unref(c);
+	assert_int_equal(d.n, 0);
+	conf_diag_fini(&d);
+}
+
 static void
 test_default_config(void **state)
 {
@@ -496,6 +522,7 @@ test_default_config(void **state)
 	assert_ptr_equal(conf_lane_find(c, "egress"), &c->lanes[1]);
 	assert_null(conf_lane_find(c, "nope"));
 
+	/* The CA files default into daemon.data_dir (here the default). */
 	assert_string_equal(c->certs.ca_cert, "/var/lib/sluice/ca.pem");
 	assert_string_equal(c->certs.ca_key, "/var/lib/sluice/ca.key");
 	assert_int_equal(c->certs.cache_size, 10000);
@@ -628,6 +655,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_configs),
+		cmocka_unit_test(test_certs_in_data_dir),
 		cmocka_unit_test(test_all_errors_at_once),
 		cmocka_unit_test(test_duplicate_key_does_not_hide_others),
 		cmocka_unit_test(test_secret_never_in_errors),
