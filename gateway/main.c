@@ -23,6 +23,7 @@
 #include "conf.h"
 #include "control.h"
 #include "fleet.h"
+#include "intercept.h"
 #include "log.h"
 #include "loop.h"
 #include "manager.h"
@@ -49,6 +50,7 @@ struct gw_daemon {
 	struct gw_api *api;             /* api.listen, api.socket */
 	const char *agent_path;         /* --agent */
 	struct certs_signer *signer;    /* the CA's own process (certs/) */
+	struct certs_cache *leaves;     /* minted leaves, shared by the workers */
 };
 
 /* The configuration the API authenticates against. */
@@ -410,6 +412,16 @@ main(int argc, char **argv)
 			}
 			gw_log_info("certs: CA %s, signer pid %d", dm.conf->certs.ca_cert,
 				    (int)certs_signer_pid(dm.signer));
+			dm.leaves = certs_cache_new(dm.conf->certs.cache_size,
+						    certs_signer_mint_cb, dm.signer, NULL);
+			if (!dm.leaves ||
+			    gw_intercept_setup(dm.leaves, certs_signer_leaf_key(dm.signer),
+					       certs_signer_ca(dm.signer),
+					       dm.conf->certs.upstream_ca, err, sizeof(err)) < 0) {
+				gw_log_errx("certs: %s", dm.leaves ? err : "out of memory");
+				rc = -EINVAL;
+				goto out;
+			}
 		}
 		/* The fleet first: the lane doors listen inside it. The
 		 * fleet keeps the configuration it started with (lanes
@@ -488,6 +500,8 @@ out:
 	/* Sandboxes outlive the daemon: their links and rules stay unless
 	 * the operator asked for a teardown on a clean exit. */
 	gw_fleet_close(dm.fleet, rc >= 0 && dm.conf->daemon.fleet_teardown);
+	gw_intercept_teardown();
+	certs_cache_free(dm.leaves);
 	if (dm.signer && certs_signer_stop(dm.signer) < 0)
 		gw_log_warnx("certs: the signer did not end cleanly");
 	conf_unref(fleet_conf);

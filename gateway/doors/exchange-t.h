@@ -9,6 +9,7 @@
 #include "addr-t.h"
 #include "conn-t.h"
 #include "http1-t.h"
+#include "reason-t.h"
 
 /* The exchange's states: the door's state enum for every door that is
  * "a transport + the exchange".
@@ -23,7 +24,10 @@
 	X(EXCHANGE, "exchange")                                              \
 	X(TUNNEL, "tunnel")                                                  \
 	X(REFUSE, "refuse")                                                  \
-	X(LINGER, "linger")
+	X(LINGER, "linger")                                                  \
+	X(TLS_UP, "tls-up")             /* intercept: TLS to the origin */   \
+	X(TLS_HELLO, "tls-hello")       /* intercept: the guest's hello */   \
+	X(TLS_DOWN, "tls-down")         /* intercept: TLS with the guest */
 
 enum gw_h1x_state {
 #define GW_H1X_STATE_ENUM(id, name) H1X_##id,
@@ -88,6 +92,14 @@ struct gw_h1x {
 	int u_client;
 
 	size_t linger_left;
+
+	/* intercepting (intercept.h): D, the CONNECT's destination */
+	bool intercept;         /* the guest side is our TLS: requests are D's */
+	bool tls_up;            /* upstreams of this exchange get TLS */
+	char dest[GW_HOST_MAX];
+	uint16_t dest_port;
+	enum gw_reason up_fail; /* the origin's TLS failed: answered after ours */
+	char up_err[192];
 	/* A read that cannot find anything is skipped: the response to a
 	 * request sent a moment ago, or the next request of a client that is
 	 * still reading our response. Saves a recv() per message. */

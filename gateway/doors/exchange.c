@@ -24,6 +24,8 @@
 #include "exchange.h"
 #include "message.h"
 #include "http1.h"
+#include "intercept.h"
+#include "xprt_tls.h"
 #include "log.h"
 #include "loop.h"
 #include "policy.h"
@@ -58,7 +60,9 @@ status_text(unsigned status)
 	case 200: return "Connection established";
 	case 400: return "Bad Request";
 	case 403: return "Forbidden";
+	case 405: return "Method Not Allowed";
 	case 407: return "Proxy Authentication Required";
+	case 421: return "Misdirected Request";
 	case 431: return "Request Header Fields Too Large";
 	case 501: return "Not Implemented";
 	case 502: return "Bad Gateway";
@@ -166,7 +170,6 @@ gw_h1x_check_host(struct gw_h1x *x)
 
 /* ---- connecting ---- */
 
-static void h1x_start_exchange(struct gw_conn *c);
 static void h1x_start_tunnel(struct gw_conn *c, bool upgrade);
 
 /* The dial ended: a connected upstream, or why not. */
@@ -188,11 +191,31 @@ h1x_dialed(struct gw_conn *c, enum gw_reason why, int err, const char *detail)
 	x->u_client = c->client_idx;
 	gw_timer_cancel(c->w->loop, &c->timer);
 	x->deadline_fixed = false;
-	if (x->is_connect)
+	if (x->is_connect && gw_intercept_wanted(x)) {
+		snprintf(x->dest, sizeof(x->dest), "%s", c->req.host);
+		x->dest_port = c->req.port;
+		gw_intercept_upstream(x);
+	} else if (x->tls_up) {
+		gw_intercept_upstream(x);
+	} else if (x->is_connect) {
 		h1x_start_tunnel(c, false);
-	else
-		h1x_start_exchange(c);
+	} else {
+		gw_h1x_start_exchange(x);
+	}
 	gw_h1x_run(c);
+}
+
+/* An idle upstream may carry the next request if it said nothing since
+ * the last response. A TLS one may have received records that are no
+ * data (TLS 1.3 session tickets): a read consumes those and tells. */
+static bool
+upstream_fit(struct gw_conn *c)
+{
+	char b;
+
+	if (gw_xprt_is_tls(c->up.x))
+		return gw_xprt_recv(c->up.x, &b, 1) == -EAGAIN && gw_xprt_quiet(c->up.x);
+	return gw_xprt_quiet(c->up.x);
 }
 
 /* ---- the request ---- */
@@ -225,7 +248,7 @@ h1x_request(struct gw_h1x *x)
 	x->down.out = 0;
 	x->head_timed = false;
 	x->requests++;
-	if (x->route(x) < 0)
+	if ((x->intercept ? gw_intercept_route(x) : x->route(x)) < 0)
 		return;
 	x->is_upgrade = !x->is_connect && is_websocket_upgrade(&x->reqh);
 	if (x->reqh.upgrade && !x->is_upgrade)
@@ -234,10 +257,10 @@ h1x_request(struct gw_h1x *x)
 	/* Keep-alive reuse: same origin, same client identity. */
 	if (c->up.x && x->u_idle && !x->is_connect && x->u_port == c->req.port &&
 	    x->u_client == c->client_idx && strcmp(x->u_host, c->req.host) == 0 &&
-	    gw_xprt_quiet(c->up.x)) {
+	    upstream_fit(c)) {
 		x->u_idle = false;
 		snprintf(c->req.upstream, sizeof(c->req.upstream), "%s", x->u_addr);
-		h1x_start_exchange(c);
+		gw_h1x_start_exchange(x);
 		return;
 	}
 	gw_conn_upstream_drop(c);
@@ -249,10 +272,10 @@ h1x_request(struct gw_h1x *x)
 	gw_conn_dial(c, c->req.host, c->req.port, h1x_dialed);
 }
 
-static void
-h1x_start_exchange(struct gw_conn *c)
+void
+gw_h1x_start_exchange(struct gw_h1x *x)
 {
-	struct gw_h1x *x = h1x(c);
+	struct gw_conn *c = &x->base;
 	struct gw_h1x_half *up = &x->up, *down = &x->down;
 
 	if (gw_h1x_build_request(x) < 0) {
@@ -471,7 +494,7 @@ h1x_run_head(struct gw_conn *c)
 				return true;
 			}
 		}
-		if (x->skip_client_read)
+		if (x->skip_client_read && !gw_xprt_pending(c->cli.x))
 			return false;
 		n = gw_half_read(up, c->cli.x, limit);
 		if (n == -EAGAIN)
@@ -564,7 +587,7 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 	/* Read when nothing checkable is left: all of it went through, or
 	 * what is there is the start of a head. */
 	dry = down->parsed == down->len || x->resp_short;
-	if (x->skip_up_read && dry) {
+	if (x->skip_up_read && dry && !gw_xprt_pending(c->up.x)) {
 		*uev |= EPOLLIN;
 		return moved;
 	}
@@ -663,15 +686,23 @@ gw_h1x_run(struct gw_conn *c)
 		case H1X_TUNNEL:
 			gw_conn_tunnel_run(c);
 			return;
+		case H1X_TLS_UP:
+		case H1X_TLS_HELLO:
+		case H1X_TLS_DOWN:
+			again = gw_intercept_run(x, &cev, &uev);
+			break;
 		case H1X_REFUSE: {
 			int rc = gw_half_write(&x->down, c->cli.x);
 
+			/* A TLS layer may still hold the answer's last record. */
+			if (rc == 1 && gw_xprt_is_tls(c->cli.x))
+				rc = gw_xprt_tls_flush(c->cli.x) == -EAGAIN ? 0 : 1;
 			if (rc < 0) {
 				gw_conn_close(c, GW_R_CLIENT_CLOSED);
 				return;
 			}
 			if (rc == 0) {
-				cev = EPOLLOUT;
+				cev = gw_xprt_want(c->cli.x, EPOLLOUT);
 				break;
 			}
 			/* Written: stop sending, and read what the client still
@@ -745,7 +776,8 @@ gw_h1x_event(struct gw_conn *c, bool upstream, uint32_t events)
 		return c->state == H1X_REFUSE;
 	}
 	if (c->state == H1X_HEAD && x->u_idle &&
-	    (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))) {
+	    (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) &&
+	    !((events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) == 0 && upstream_fit(c))) {
 		/* An idle upstream connection spoke or closed: it cannot
 		 * carry a next request any more. */
 		gw_conn_upstream_drop(c);

@@ -43,6 +43,10 @@ void gw_h1x_fini(struct gw_conn *c);
 void gw_h1x_refuse(struct gw_h1x *x, unsigned status, enum gw_reason reason, const char *fmt,
 		   ...) __attribute__((format(printf, 4, 5)));
 
+/* The request is routed and the upstream connected: rebuild its head
+ * and relay (state EXCHANGE). */
+void gw_h1x_start_exchange(struct gw_h1x *x);
+
 /* Checks c->req.host:port against c->policy. 0, or -1 after refusing. */
 int gw_h1x_check_host(struct gw_h1x *x);
 

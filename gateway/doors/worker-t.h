@@ -12,6 +12,7 @@
 
 struct gw_conn;
 struct gw_dns;
+struct gw_tls_ctx;
 
 /* The doors. A host door (gateway.listen) serves static clients; a lane
  * door listens in the fleet namespace on a lane's gateway address and
@@ -47,6 +48,8 @@ struct gw_worker {
 	struct gw_io stop_io;
 	struct gw_conn *conns;          /* every live connection, any door */
 	bool use_splice;
+	struct gw_tls_ctx *tls_server;  /* intercepting: toward guests */
+	struct gw_tls_ctx *tls_client;  /* intercepting: toward origins */
 	/* Tests only, NULL in the daemon: reach upstreams through `dial`
 	 * instead of gw_dial_start() (same contract: cb runs once, later),
 	 * and give `stack` each new side's transport stack (the client's at

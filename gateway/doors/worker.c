@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "dns.h"
 #include "fleet.h"
+#include "intercept.h"
 #include "fwd.h"
 #include "log.h"
 #include "loop.h"
@@ -203,6 +204,7 @@ worker_fini(struct gw_worker *w)
 	if (w->stop_fd >= 0)
 		close(w->stop_fd);
 	gw_dns_free(w->dns);
+	gw_intercept_worker_fini(w);
 	gw_loop_free(w->loop);
 }
 
@@ -231,6 +233,8 @@ worker_init(struct gw_worker *w, unsigned id, const struct conf *c, struct gw_fl
 		snprintf(err, errsz, "eventfd: %s", strerror(errno));
 		goto fail;
 	}
+	if (gw_intercept_worker_init(w, err, errsz) < 0)
+		goto fail;
 	if (add_listeners(w, c, fleet, err, errsz) < 0)
 		goto fail;
 	return 0;

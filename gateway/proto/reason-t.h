@@ -42,6 +42,13 @@
 	X(CLIENT_CLOSED, "client-closed")                                     \
 	X(TOO_MANY_CONNECTIONS, "too-many-connections")                       \
 	X(SHUTDOWN, "shutdown")                                               \
+	X(TLS_SNI_MISMATCH, "tls-sni-mismatch") /* SNI is not the CONNECT's */\
+	X(HOST_MISMATCH, "host-mismatch")       /* 421: Host is not D */      \
+	X(METHOD_NOT_ALLOWED, "method-not-allowed") /* 405: TRACE, TRACK */   \
+	X(UPSTREAM_CERT_INVALID, "upstream-cert-invalid") /* verification */  \
+	X(UPSTREAM_TLS_FAILED, "upstream-tls-failed") /* the origin's TLS */  \
+	X(CLIENT_REJECTED_CERT, "client-rejected-cert") /* guest refused leaf */\
+	X(CLIENT_TLS_FAILED, "client-tls-failed") /* the guest's TLS failed */ \
 	X(INTERNAL, "internal-error")
 
 enum gw_reason {

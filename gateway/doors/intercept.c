@@ -1,0 +1,384 @@
+/* intercept.c: the intercepting side of the HTTP exchange (intercept.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+
+#include <openssl/x509.h>
+
+#include "certs.h"
+#include "conf.h"
+#include "conn.h"
+#include "exchange.h"
+#include "http1.h"
+#include "intercept.h"
+#include "log.h"
+#include "message.h"
+#include "policy.h"
+#include "reason.h"
+#include "snap.h"
+#include "tlshello.h"
+#include "worker.h"
+#include "xprt_tls.h"
+
+/* The guest's first record, read whole before the leaf is chosen. */
+#define HELLO_MAX (GW_TLSHELLO_HEADER + 16384)
+/* Upstream TLS sessions kept per worker. */
+#define SESSIONS 1024
+
+static const uint8_t alpn_h1[] = "\x08http/1.1";
+
+static struct {
+	struct certs_cache *cache;
+	EVP_PKEY *leaf_key;
+	X509 *ca;
+	X509_STORE *trust;
+} kit;
+
+int
+gw_intercept_setup(struct certs_cache *cache, EVP_PKEY *leaf_key, X509 *ca,
+		   const char *upstream_ca, char *err, size_t errsz)
+{
+	kit.trust = gw_tls_trust_new(upstream_ca, true, err, errsz);
+	if (!kit.trust)
+		return -1;
+	kit.cache = cache;
+	kit.leaf_key = leaf_key;
+	kit.ca = ca;
+	return 0;
+}
+
+void
+gw_intercept_teardown(void)
+{
+	gw_tls_trust_free(kit.trust);
+	memset(&kit, 0, sizeof(kit));
+}
+
+int
+gw_intercept_worker_init(struct gw_worker *w, char *err, size_t errsz)
+{
+	if (!kit.cache)
+		return 0;
+	w->tls_server = gw_tls_ctx_server_new(err, errsz);
+	if (!w->tls_server)
+		return -1;
+	w->tls_client = gw_tls_ctx_client_new(kit.trust, SESSIONS, err, errsz);
+	if (!w->tls_client) {
+		gw_tls_ctx_free(w->tls_server);
+		w->tls_server = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+void
+gw_intercept_worker_fini(struct gw_worker *w)
+{
+	gw_tls_ctx_free(w->tls_client);
+	gw_tls_ctx_free(w->tls_server);
+	w->tls_client = w->tls_server = NULL;
+}
+
+bool
+gw_intercept_wanted(struct gw_h1x *x)
+{
+	struct gw_conn *c = &x->base;
+
+	return c->w->tls_server && x->is_connect &&
+	       gw_policy_intercepts(c->policy, c->req.host, c->req.port);
+}
+
+/* ---- upstream: our TLS to the origin ---- */
+
+void
+gw_intercept_upstream(struct gw_h1x *x)
+{
+	struct gw_conn *c = &x->base;
+	char key[GW_TLS_SESS_KEY_MAX], err[GW_TLS_ERR_MAX];
+	struct gw_tls_client_params p = {
+		.host = x->dest,
+		.alpn = alpn_h1,
+		.alpn_len = sizeof(alpn_h1) - 1,
+		.session_key = key,
+	};
+	struct gw_xprt *t;
+
+	/* Sessions are kept per client (or sandbox) and destination. */
+	if (snprintf(key, sizeof(key), "%.60s:%s:%u",
+		     c->client_idx >= 0 ? gw_conn_gateway(c)->clients[c->client_idx].name
+					: c->who.name,
+		     x->dest, x->dest_port) >= (int)sizeof(key))
+		p.session_key = NULL;   /* (cannot be: 60 + 253 + 7 bytes) */
+	t = gw_xprt_tls_client_new(c->w->tls_client, &p, err, sizeof(err));
+	if (!t) {
+		gw_log_warnx("forward %s: intercept %s: %s", c->src, x->dest, err);
+		gw_conn_close(c, GW_R_INTERNAL);
+		return;
+	}
+	gw_xprt_push(&c->up.x, t);
+	x->tls_up = true;
+	gw_conn_set_state(c, H1X_TLS_UP);
+}
+
+/* The origin's TLS failed: say why in the log, keep it for the answer. */
+static void
+up_failed(struct gw_h1x *x)
+{
+	struct gw_conn *c = &x->base;
+
+	x->up_fail = gw_xprt_tls_verify_result(c->up.x) != 0 ? GW_R_UPSTREAM_CERT_INVALID
+							      : GW_R_UPSTREAM_TLS_FAILED;
+	snprintf(x->up_err, sizeof(x->up_err), "%s", gw_xprt_tls_error(c->up.x));
+	gw_log_info("forward %s: %s:%u: %s: %s", c->src, x->dest, x->dest_port,
+		    gw_reason_name(x->up_fail), x->up_err);
+	gw_conn_upstream_drop(c);
+	x->u_idle = false;
+}
+
+/* The 200 that opens the guest's side, queued. */
+static int
+queue_established(struct gw_h1x *x)
+{
+	static const char established[] =
+		"HTTP/1.1 200 Connection established\r\nVia: 1.1 sluice\r\n\r\n";
+
+	gw_half_reset(&x->down);
+	x->down.hbuf = malloc(sizeof(established));
+	if (!x->down.hbuf)
+		return -ENOMEM;
+	memcpy(x->down.hbuf, established, sizeof(established) - 1);
+	x->down.hlen = sizeof(established) - 1;
+	x->down.hpos = 0;
+	x->base.req.status = 200;
+	return 0;
+}
+
+static bool
+run_up(struct gw_h1x *x, uint32_t *uev)
+{
+	struct gw_conn *c = &x->base;
+	int rc = gw_xprt_tls_handshake(c->up.x);
+
+	if (rc == -EAGAIN) {
+		*uev = gw_xprt_want(c->up.x, EPOLLIN);
+		return false;
+	}
+	if (rc < 0)
+		up_failed(x);
+	if (x->intercept) {
+		/* A new connection for a later request: the guest's TLS is
+		 * ours already. */
+		if (x->up_fail != GW_R_NONE) {
+			gw_h1x_refuse(x, 502, x->up_fail, "%s:%u: %s", x->dest, x->dest_port,
+				      x->up_err);
+			return true;
+		}
+		gw_h1x_start_exchange(x);
+		return true;
+	}
+	if (queue_established(x) < 0) {
+		gw_conn_close(c, GW_R_INTERNAL);
+		return false;
+	}
+	/* What the client sent after the CONNECT's head (its hello, maybe
+	 * already) is all the buffer keeps. */
+	x->up.parsed += x->reqh.head_len;
+	x->up.wpos = x->up.fend = x->up.parsed;
+	gw_half_compact(&x->up);
+	gw_conn_set_state(c, H1X_TLS_HELLO);
+	return true;
+}
+
+/* ---- the guest: its hello, then our TLS ---- */
+
+static bool
+run_hello(struct gw_h1x *x, uint32_t *cev)
+{
+	struct gw_conn *c = &x->base;
+	struct gw_h1x_half *up = &x->up;
+	struct gw_tls_answer a = { 0 };
+	struct gw_tls_server_params p = { 0 };
+	struct gw_tlshello h;
+	enum gw_tlshello_result r;
+	char err[GW_TLS_ERR_MAX];
+	struct gw_xprt *t;
+	STACK_OF(X509) *chain;
+	X509 *leaf = NULL;
+	int rc;
+
+	/* The 200 first. */
+	rc = gw_half_write(&x->down, c->cli.x);
+	if (rc < 0) {
+		gw_conn_close(c, GW_R_CLIENT_CLOSED);
+		return false;
+	}
+	if (rc == 0) {
+		*cev = EPOLLOUT;
+		return false;
+	}
+	for (;;) {
+		ssize_t n;
+
+		r = up->len ? gw_tlshello_parse((const uint8_t *)up->buf, up->len,
+						HELLO_MAX - GW_TLSHELLO_HEADER, &h)
+			    : GW_TLSHELLO_NEED_MORE;
+		if (r != GW_TLSHELLO_NEED_MORE)
+			break;
+		n = gw_half_read(up, c->cli.x, HELLO_MAX);
+		if (n == -EAGAIN) {
+			*cev = EPOLLIN;
+			return false;
+		}
+		if (n <= 0) {
+			gw_conn_close(c, n == -ENOBUFS ? GW_R_TLS_TOO_BIG : GW_R_CLIENT_CLOSED);
+			return false;
+		}
+	}
+	/* A hello without SNI is answered for D; one naming another host is
+	 * refused, as for a tunnel: the guest does not get to pick. */
+	if (r != GW_TLSHELLO_OK && r != GW_TLSHELLO_NO_SNI) {
+		gw_log_info("forward %s: intercept %s: the guest's hello: %s", c->src, x->dest,
+			    h.msg);
+		gw_conn_close(c, GW_R_TLS_MALFORMED);
+		return false;
+	}
+	if (r == GW_TLSHELLO_OK && strcasecmp(h.sni, x->dest) != 0) {
+		gw_log_info("forward %s: intercept %s: the guest's SNI names %s",
+			    c->src, x->dest, h.sni);
+		gw_conn_close(c, GW_R_TLS_SNI_MISMATCH);
+		return false;
+	}
+	if (certs_cache_get(kit.cache, x->dest, &leaf, err, sizeof(err)) < 0) {
+		gw_log_warnx("forward %s: intercept %s: no leaf: %s", c->src, x->dest, err);
+		gw_conn_close(c, GW_R_INTERNAL);
+		return false;
+	}
+	chain = sk_X509_new_null();
+	if (chain)
+		sk_X509_push(chain, kit.ca);
+	a.cert = leaf;
+	a.key = kit.leaf_key;
+	a.chain = chain;
+	/* Only HTTP/1.1 is relayed: answered when offered, else no ALPN
+	 * (a client offering h2 alone falls back to HTTP/1.1). */
+	a.alpn = h.alpn_http11 ? "http/1.1" : NULL;
+	p.answer = &a;
+	p.pre = up->buf;
+	p.npre = up->len;
+	t = gw_xprt_tls_server_new(c->w->tls_server, &p, err, sizeof(err));
+	sk_X509_free(chain);
+	X509_free(leaf);
+	if (!t) {
+		gw_log_warnx("forward %s: intercept %s: %s", c->src, x->dest, err);
+		gw_conn_close(c, GW_R_INTERNAL);
+		return false;
+	}
+	gw_xprt_push(&c->cli.x, t);
+	up->len = up->parsed = up->wpos = up->fend = 0;
+	gw_conn_set_state(c, H1X_TLS_DOWN);
+	return true;
+}
+
+static bool
+run_down(struct gw_h1x *x, uint32_t *cev)
+{
+	struct gw_conn *c = &x->base;
+	int rc = gw_xprt_tls_handshake(c->cli.x);
+
+	if (rc == -EAGAIN) {
+		*cev = gw_xprt_want(c->cli.x, EPOLLIN);
+		return false;
+	}
+	if (rc < 0) {
+		int alert = gw_xprt_tls_peer_alert(c->cli.x);
+		enum gw_reason why = alert == 42 || alert == 48 ? GW_R_CLIENT_REJECTED_CERT
+							       : GW_R_CLIENT_TLS_FAILED;
+
+		gw_log_info("forward %s: intercept %s: %s: %s", c->src, x->dest,
+			    gw_reason_name(why), gw_xprt_tls_error(c->cli.x));
+		gw_conn_close(c, why);
+		return false;
+	}
+	/* The CONNECT's line; each request inside gets its own. */
+	gw_conn_log(c, GW_R_NONE);
+	x->intercept = true;
+	if (x->up_fail != GW_R_NONE) {
+		gw_conn_req_begin(c, "-");
+		snprintf(c->req.host, sizeof(c->req.host), "%s", x->dest);
+		c->req.port = x->dest_port;
+		gw_h1x_refuse(x, 502, x->up_fail, "%s:%u: %s", x->dest, x->dest_port, x->up_err);
+		return true;
+	}
+	/* The origin's connection carries the first request. */
+	x->u_idle = true;
+	snprintf(x->u_host, sizeof(x->u_host), "%s", x->dest);
+	x->u_port = x->dest_port;
+	x->u_client = c->client_idx;
+	snprintf(x->u_addr, sizeof(x->u_addr), "%s", c->req.upstream);
+	gw_h1_parser_init(&x->parser, GW_H1_REQUEST, gw_conn_gateway(c)->max_header_bytes);
+	gw_conn_set_state(c, H1X_HEAD);
+	return true;
+}
+
+bool
+gw_intercept_run(struct gw_h1x *x, uint32_t *cev, uint32_t *uev)
+{
+	switch ((enum gw_h1x_state)x->base.state) {
+	case H1X_TLS_UP:
+		return run_up(x, uev);
+	case H1X_TLS_HELLO:
+		return run_hello(x, cev);
+	case H1X_TLS_DOWN:
+		return run_down(x, cev);
+	default:
+		return false;
+	}
+}
+
+/* ---- requests inside ---- */
+
+int
+gw_intercept_route(struct gw_h1x *x)
+{
+	struct gw_conn *c = &x->base;
+	const struct gw_h1_header *hh = gw_h1_header_find(&x->reqh, "Host");
+	struct gw_h1_error terr = { 0 };
+	char want[GW_HOST_MAX + 8];
+	size_t wl;
+
+	if (x->reqh.method_id == GW_H1_M_CONNECT ||
+	    (x->reqh.method.len == 5 && memcmp(x->reqh.method.p, "TRACE", 5) == 0) ||
+	    (x->reqh.method.len == 5 && memcmp(x->reqh.method.p, "TRACK", 5) == 0)) {
+		gw_h1x_refuse(x, 405, GW_R_METHOD_NOT_ALLOWED, "%.*s is not relayed here",
+			      (int)x->reqh.method.len, x->reqh.method.p);
+		return -1;
+	}
+	if (gw_h1_target_parse(x->reqh.target.p, x->reqh.target.len, x->reqh.method_id,
+			       &x->target, &terr) < 0) {
+		gw_h1x_refuse(x, 400, terr.reason, "bad request-target: %s", terr.msg);
+		return -1;
+	}
+	if (x->target.form != GW_H1_TARGET_ORIGIN) {
+		gw_h1x_refuse(x, 400, GW_R_BAD_REQUEST, "inside the tunnel, requests are origin-form");
+		return -1;
+	}
+	/* Host: D, or D:port; the port only as the CONNECT named it. */
+	wl = (size_t)snprintf(want, sizeof(want), "%s:%u", x->dest, x->dest_port);
+	if (!hh || gw_h1_header_next(&x->reqh, hh, "Host") ||
+	    !((hh->value.len == strlen(x->dest) &&
+	       strncasecmp(hh->value.p, x->dest, hh->value.len) == 0 && x->dest_port == 443) ||
+	      (hh->value.len == wl && strncasecmp(hh->value.p, want, wl) == 0))) {
+		snprintf(c->req.host, sizeof(c->req.host), "%s", x->dest);
+		c->req.port = x->dest_port;
+		gw_h1x_refuse(x, 421, GW_R_HOST_MISMATCH, "Host must be %s here", want);
+		return -1;
+	}
+	snprintf(c->req.host, sizeof(c->req.host), "%s", x->dest);
+	c->req.port = x->dest_port;
+	x->target.port_explicit = x->dest_port != 443;
+	x->target.port = x->dest_port;
+	return gw_h1x_check_host(x);
+}

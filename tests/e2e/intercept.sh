@@ -1,0 +1,259 @@
+#!/bin/bash
+# The intercepting door, through CONNECT on the forward door: a real
+# sluiced between real clients (curl, python3's ssl) and a real TLS origin
+# (nginx, under a test CA given as certs.upstream_ca) with dnsmasq, in two
+# private network namespaces.
+#
+# Checks: an intercepted host is answered with a leaf from sluice's CA
+# (clients that trust only that CA succeed; ones that trust only the
+# origin's CA fail), each inner request has its own access line and keep-
+# alive reuses one TLS connection to the origin; a host not in intercept:
+# is tunnelled untouched (the origin's own certificate reaches the client);
+# bad input and bad origins: an inner Host that is not D (421
+# host-mismatch), TRACE (405), an SNI that differs from D (closed,
+# tls-sni-mismatch), an origin whose certificate has the wrong name or is
+# self-signed (502 upstream-cert-invalid inside the guest's TLS, no request
+# reaching it), and the CA key never in the log.
+. "$(dirname "$0")/lib.sh"
+
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy no_proxy NO_PROXY
+FLEET="sl-fleet-$$"
+E2E_NETNS+=("$FLEET")
+
+netns_new gw gw
+netns_new inet inet
+G() { ip netns exec "$gw" "$@"; }
+I() { ip netns exec "$inet" "$@"; }
+ip -n "$gw" link add vgi type veth peer name vin netns "$inet"
+ip -n "$gw" addr add 10.99.0.1/24 dev vgi
+ip -n "$gw" link set vgi up
+for a in 10.99.0.10/24 10.99.0.11/24 10.99.0.53/24; do ip -n "$inet" addr add "$a" dev vin; done
+ip -n "$inet" link set vin up
+
+# --- a test CA and the origin's certificates -----------------------------------
+PKI=$E2E_TMP/pki
+mkdir -p "$PKI"
+ossl() { openssl "$@" 2>>"$PKI/openssl.log"; }
+ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+	-subj "/CN=e2e origin CA" -keyout "$PKI/ca.key" -out "$PKI/ca.pem" \
+	-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign
+# leaf NAME SAN...: a leaf signed by the test CA
+leaf() {
+	local n=$1 san=$2
+	ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" \
+		-keyout "$PKI/$n.key" -out "$PKI/$n.csr"
+	printf 'subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' "$san" \
+		>"$PKI/$n.ext"
+	ossl x509 -req -in "$PKI/$n.csr" -CA "$PKI/ca.pem" -CAkey "$PKI/ca.key" \
+		-CAcreateserial -days 2 -extfile "$PKI/$n.ext" -out "$PKI/$n.pem"
+}
+leaf origin.test "DNS:origin.test,DNS:plain.test"
+leaf elsewhere.test "DNS:elsewhere.test"       # served for wrong.test: the wrong name
+ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+	-subj "/CN=self.test" -keyout "$PKI/self.key" -out "$PKI/self.pem" \
+	-addext subjectAltName=DNS:self.test
+
+WWW=$E2E_TMP/www
+mkdir -p "$WWW" "$E2E_TMP/nginx-tmp"
+head -c 1024 /dev/urandom >"$WWW/1k"
+echo "hello over tls" >"$WWW/index.html"
+NGLOG=$E2E_TMP/nginx-access.log
+cat >"$E2E_TMP/nginx.conf" <<NGINX
+user root;
+worker_processes 1;
+pid $E2E_TMP/nginx.pid;
+error_log $E2E_TMP/nginx-error.log;
+events { worker_connections 256; }
+http {
+	log_format t '\$connection \$connection_requests \$ssl_server_name "\$request" \$status host=\$host via="\$http_via"';
+	access_log $NGLOG t;
+	client_body_temp_path $E2E_TMP/nginx-tmp/body;
+	proxy_temp_path $E2E_TMP/nginx-tmp/proxy;
+	fastcgi_temp_path $E2E_TMP/nginx-tmp/fastcgi;
+	uwsgi_temp_path $E2E_TMP/nginx-tmp/uwsgi;
+	scgi_temp_path $E2E_TMP/nginx-tmp/scgi;
+	default_type application/octet-stream;
+	keepalive_timeout 30s;
+	server {
+		listen 10.99.0.10:443 ssl;
+		ssl_certificate $PKI/origin.test.pem;
+		ssl_certificate_key $PKI/origin.test.key;
+		root $WWW;
+	}
+	server {
+		listen 10.99.0.11:443 ssl;
+		ssl_certificate $PKI/elsewhere.test.pem;
+		ssl_certificate_key $PKI/elsewhere.test.key;
+		root $WWW;
+	}
+	server {
+		listen 10.99.0.11:8443 ssl;
+		ssl_certificate $PKI/self.pem;
+		ssl_certificate_key $PKI/self.key;
+		root $WWW;
+	}
+}
+NGINX
+ip netns exec "$inet" nginx -e "$E2E_TMP/nginx-error.log" -c "$E2E_TMP/nginx.conf" -g 'daemon off;' &
+track $!
+ip netns exec "$inet" dnsmasq --conf-file=/dev/null --no-resolv --no-hosts --no-daemon --user=root \
+	--listen-address=10.99.0.53 --bind-interfaces --local=/test/ \
+	--host-record=origin.test,10.99.0.10 --host-record=plain.test,10.99.0.10 \
+	--host-record=other.test,10.99.0.10 \
+	--host-record=wrong.test,10.99.0.11 --host-record=self.test,10.99.0.11 \
+	2>"$E2E_TMP/dnsmasq.log" &
+track $!
+
+# --- sluiced ---------------------------------------------------------------------
+LOG=$E2E_TMP/sluiced.log
+cat >"$E2E_TMP/sluice.yaml" <<YAML
+daemon:
+  data_dir: $E2E_TMP/data
+  fleet_netns: $FLEET
+  control_socket: off
+  log: { level: info, format: text }
+api: { listen: off, socket: $E2E_TMP/api.sock }
+gateway:
+  workers: 2
+  listen: { forward: 127.0.0.1:3128, socks: off }
+  clients:
+    - { name: local, match: { source: 127.0.0.0/8 }, policy: web }
+  dns: { servers: [10.99.0.53], timeout_ms: 500, attempts: 1 }
+  access_log: stderr
+certs: { upstream_ca: $PKI/ca.pem }
+lanes: []
+pools: []
+tenants: []
+policies:
+  - name: web
+    allow: ["origin.test:443", "plain.test:443", "wrong.test:443", "self.test:8443"]
+    intercept: ["origin.test", "wrong.test", "self.test:8443"]
+    allow_private: [10.99.0.0/24]
+YAML
+nsenter --net="/run/netns/$gw" "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>"$LOG" &
+PID=$!
+track "$PID"
+if ! wait_for "$LOG" "sluiced [0-9.]+ started" 10; then
+	fail "the daemon starts"
+	finish
+fi
+pass "the daemon starts"
+SLCA=$E2E_TMP/data/ca.pem
+for _ in $(seq 100); do [ -n "$(I ss -Hltn 'sport = :443')" ] && break; sleep 0.05; done
+check "sluice made its CA in daemon.data_dir" test -s "$SLCA"
+
+PX=http://127.0.0.1:3128
+# cget CAFILE URL [curl args]: curl through CONNECT; prints the body
+cget() { local ca=$1 url=$2; shift 2; G curl -sS --max-time 10 -p -x "$PX" --cacert "$ca" "$@" "$url"; }
+
+# --- intercepted: a leaf from sluice's CA, every request seen ------------------------
+mark
+check "intercepted: curl trusting only sluice's CA gets the page" \
+	eval '[ "$(cget "$SLCA" https://origin.test/)" = "hello over tls" ]'
+check "... and the 1 KiB body intact" eval 'cget "$SLCA" https://origin.test/1k | cmp -s - "$WWW/1k"'
+G openssl s_client -proxy 127.0.0.1:3128 -connect origin.test:443 -servername origin.test \
+	-CAfile "$SLCA" </dev/null 2>/dev/null | openssl x509 -noout -subject -issuer -ext subjectAltName \
+	>"$E2E_TMP/leaf.txt" 2>&1 || true
+check "... the leaf names origin.test (SAN exactly DNS:origin.test), issued by sluice's CA" eval \
+	'grep -q "^subject=CN = origin.test" "$E2E_TMP/leaf.txt" &&
+	 grep -q "^issuer=.*CN = sluice CA" "$E2E_TMP/leaf.txt" &&
+	 grep -qx " *DNS:origin.test" "$E2E_TMP/leaf.txt" || { cat "$E2E_TMP/leaf.txt" >&2; false; }'
+check "a client trusting only the origin's CA refuses the leaf (curl 60)" eval \
+	'rc=0; cget "$PKI/ca.pem" https://origin.test/ >/dev/null 2>&1 || rc=$?; [ $rc = 60 ]'
+check "the inner request has its own access line (GET origin.test 443 200)" \
+	logged "access door=forward .*method=GET host=origin.test port=443 decision=allow reason=none .*status=200"
+check "the CONNECT has its line too" \
+	logged "access door=forward .*method=CONNECT host=origin.test port=443 .*status=200"
+check "the origin saw the request with Via, SNI origin.test" \
+	grep -q 'origin.test "GET /1k HTTP/1.1" 200 host=origin.test via="1.1 sluice"' "$NGLOG"
+: >"$NGLOG.mark"
+n0=$(wc -l <"$NGLOG")
+check "keep-alive: two requests in one tunnel" eval \
+	'[ "$(cget "$SLCA" https://origin.test/ https://origin.test/)" = "$(printf "hello over tls\nhello over tls")" ]'
+check "... ride one TLS connection to the origin" eval \
+	'tail -n +$((n0 + 1)) "$NGLOG" | awk "{print \$1}" | sort -u | wc -l | grep -qx 1 &&
+	 [ "$(tail -n +$((n0 + 1)) "$NGLOG" | wc -l)" = 2 ]'
+
+# --- not intercepted: the origin's own certificate, untouched --------------------------
+check "plain.test (not in intercept:) is tunnelled: the origin's CA is enough" \
+	eval '[ "$(cget "$PKI/ca.pem" https://plain.test/)" = "hello over tls" ]'
+check "... and sluice's CA is not" eval \
+	'rc=0; cget "$SLCA" https://plain.test/ >/dev/null 2>&1 || rc=$?; [ $rc = 60 ]'
+
+# --- inside the tunnel, every request is checked ----------------------------------------
+# inner HOST REQUEST-LINE SNI: a raw request inside an intercepted CONNECT
+# to origin.test:443; prints the status line (or "closed: why").
+cat >"$E2E_TMP/inner.py" <<'PYEOF'
+import socket, ssl, sys
+ca, host_hdr, line, sni = sys.argv[1:5]
+s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+s.sendall(b"CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test:443\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+ctx = ssl.create_default_context(cafile=ca)
+ctx.check_hostname = False
+try:
+    t = ctx.wrap_socket(s, server_hostname=sni)
+except (ssl.SSLError, OSError) as e:
+    print("closed:", type(e).__name__)
+    sys.exit(0)
+t.sendall(f"{line}\r\nHost: {host_hdr}\r\nConnection: close\r\n\r\n".encode())
+resp = b""
+try:
+    while True:
+        b = t.recv(4096)
+        if not b:
+            break
+        resp += b
+except (ssl.SSLError, OSError):
+    pass
+print(resp.split(b"\r\n")[0].decode())
+for h in resp.split(b"\r\n\r\n")[0].split(b"\r\n")[1:]:
+    if h.lower().startswith(b"sluice-reason:"):
+        print(h.decode())
+PYEOF
+inner() { G "$PY" "$E2E_TMP/inner.py" "$SLCA" "$@" 2>&1; }
+n0=$(wc -l <"$NGLOG")
+OUT=$(inner origin.test "GET /?m=ok HTTP/1.1" origin.test)
+check "a raw inner request with Host origin.test: 200 ($OUT)" eval '[[ $OUT == "HTTP/1.1 200 OK"* ]]'
+OUT=$(inner other.test "GET /?m=hostmismatch HTTP/1.1" origin.test)
+check "an inner Host other than D: 421, Sluice-Reason host-mismatch ($OUT)" \
+	eval '[[ $OUT == "HTTP/1.1 421 Misdirected Request"* && $OUT == *"Sluice-Reason: host-mismatch"* ]]'
+OUT=$(inner origin.test:8443 "GET /?m=portmismatch HTTP/1.1" origin.test)
+check "... a Host with another port too ($OUT)" eval '[[ $OUT == *"Sluice-Reason: host-mismatch"* ]]'
+OUT=$(inner origin.test "TRACE /?m=trace HTTP/1.1" origin.test)
+check "TRACE inside: 405 method-not-allowed ($OUT)" \
+	eval '[[ $OUT == "HTTP/1.1 405 Method Not Allowed"* && $OUT == *"Sluice-Reason: method-not-allowed"* ]]'
+mark
+OUT=$(inner origin.test "GET /?m=sni HTTP/1.1" other.test)
+check "an SNI other than D is refused: the handshake fails ($OUT)" eval '[[ $OUT == closed:* ]]'
+check "... logged as tls-sni-mismatch" logged "reason=tls-sni-mismatch"
+check "none of the refused requests reached the origin" \
+	eval '! tail -n +$((n0 + 1)) "$NGLOG" | grep -Eq "m=(hostmismatch|portmismatch|trace|sni)"'
+check "the allowed one did" eval 'tail -n +$((n0 + 1)) "$NGLOG" | grep -q "m=ok"'
+
+# --- origins whose certificate fails ------------------------------------------------------
+mark
+OUT=$(G curl -sS --max-time 10 -p -x "$PX" --cacert "$SLCA" -D - -o /dev/null https://wrong.test/?m=wrongname 2>&1 || true)
+check "an origin presenting another name's certificate: 502 upstream-cert-invalid, inside our TLS" \
+	eval '[[ $OUT == *"HTTP/1.1 502"* && $OUT == *"Sluice-Reason: upstream-cert-invalid"* ]]'
+check "... the log line says why" logged "wrong.test:443: upstream-cert-invalid: "
+OUT=$(G curl -sS --max-time 10 -p -x "$PX" --cacert "$SLCA" -D - -o /dev/null https://self.test:8443/?m=self 2>&1 || true)
+check "a self-signed origin: 502 upstream-cert-invalid" \
+	eval '[[ $OUT == *"HTTP/1.1 502"* && $OUT == *"Sluice-Reason: upstream-cert-invalid"* ]]'
+check "no request reached either origin" eval '! grep -Eq "m=(wrongname|self)" "$NGLOG"'
+
+check "the daemon is alive" kill -0 "$PID"
+check "the CA key never reached the log" eval '! grep -q "PRIVATE KEY" "$LOG"'
+kill -TERM "$PID"
+rc=
+for _ in $(seq 100); do
+	kill -0 "$PID" 2>/dev/null || { wait "$PID" && rc=0 || rc=$?; break; }
+	sleep 0.1
+done
+check "sluiced exits 0 on SIGTERM (rc ${rc:-still running})" test "$rc" = 0
+[ "$E2E_FAILS" = 0 ] || { echo "--- the daemon's log (last 60 lines):" >&2; tail -n 60 "$LOG" >&2; }
+finish
