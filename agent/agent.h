@@ -123,8 +123,9 @@ int agent_ca_bundle(const char *roots, size_t rlen, const char *ca,
  * errno with a line in err. */
 int agent_ca_install(const char *root, const char *ca, size_t calen,
 		     char *dir, size_t dircap, char *err, size_t errsz);
-/* True when path's file system is the sandbox's own (overlayfs, tmpfs,
- * ramfs): the default; the tests point it elsewhere. */
+/* True when path (a file: the directory it really is in) is the
+ * sandbox's own: on the root's own overlay (the same device as "/"), or
+ * on a tmpfs or ramfs. The default; the tests point it elsewhere. */
 extern bool (*agent_ca_private)(const char *path);
 /* The root agent_config_apply() installs under: "" (the tests set it). */
 extern const char *agent_ca_root;

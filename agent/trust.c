@@ -2,10 +2,11 @@
  *
  * The CA goes where the sandbox's own writable layer is, never onto a file
  * the guest shares with the host: a directory or file is changed only when
- * its file system is copy-on-write or private to the guest (overlayfs, the
- * root of an ns sandbox and of a vm guest; tmpfs). The `host` template's
- * /etc/ssl and /usr are read-only binds of the host's own: they are read
- * (the bundle holds their roots) and left alone.
+ * it is writable and on the root's own overlay (the writable layer of an
+ * ns sandbox and of a vm guest) or on a tmpfs/ramfs, the guest's memory.
+ * The `host` template's /etc/ssl and /usr are read-only binds of the
+ * host's own (another mount): they are read (the bundle holds their
+ * roots) and left alone.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -160,16 +161,32 @@ agent_ca_bundle(const char *roots, size_t rlen, const char *ca, size_t calen,
 
 /* ---- the guest's files -------------------------------------------------- */
 
+static void parent_of(const char *path, char *dir, size_t cap);
+
+/* tmpfs and ramfs are the guest's own memory; an overlay is the
+ * sandbox's own only when it is the root's (a bind of another overlay,
+ * the host's say, has a device of its own). A file is judged by the
+ * directory it really is in (after links). */
 static bool
 private_fs(const char *path)
 {
+	char real[PATH_MAX], dir[PATH_MAX];
 	struct statfs f;
+	struct stat st, rs;
 
-	if (statfs(path, &f) < 0)
+	if (realpath(path, real) == NULL || statfs(real, &f) < 0)
 		return false;
-	return (unsigned long)f.f_type == OVERLAYFS_MAGIC ||
-	       (unsigned long)f.f_type == TMPFS_MAGIC_ ||
-	       (unsigned long)f.f_type == RAMFS_MAGIC_;
+	if ((unsigned long)f.f_type == TMPFS_MAGIC_ ||
+	    (unsigned long)f.f_type == RAMFS_MAGIC_)
+		return true;
+	if ((unsigned long)f.f_type != OVERLAYFS_MAGIC || stat(real, &st) < 0)
+		return false;
+	if (!S_ISDIR(st.st_mode)) {
+		parent_of(real, dir, sizeof(dir));
+		if (stat(dir, &st) < 0)
+			return false;
+	}
+	return stat("/", &rs) == 0 && rs.st_dev == st.st_dev;
 }
 
 bool (*agent_ca_private)(const char *path) = private_fs;
