@@ -54,9 +54,10 @@ struct agent_stream {
 };
 
 /* What a "configure" request asked for, validated (agent_config_check):
- * each part only where its has_ flag is set. Owns env and cwd. */
+ * each part only where its has_ flag is set. Owns env, cwd and ca. */
 struct agent_config {
 	bool has_time, has_entropy, has_hostname, has_net, has_env, has_cwd;
+	bool has_ca;
 	int64_t time_ns;
 	uint8_t entropy[AGENT_ENTROPY_MAX];
 	size_t entropy_len;
@@ -69,6 +70,8 @@ struct agent_config {
 	int mtu;                        /* 0: leave it */
 	char **env;                     /* "NAME=value", NULL-terminated */
 	char *cwd;
+	char *ca;                       /* PEM, agent_ca_pem_ok() */
+	size_t ca_len;
 };
 
 /* The defaults of later execs that "configure" sets. They outlive one
@@ -76,6 +79,8 @@ struct agent_config {
 struct agent_defaults {
 	char **env;     /* NULL: derived from the agent's own environment */
 	char *cwd;      /* NULL: "/" */
+	char *ca_dir;   /* where "configure" put the CA and its bundle; NULL:
+			   none, no CA variables */
 };
 
 /* The kernel command line's sluice.* parameters (agent_cmdline_parse). */

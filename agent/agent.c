@@ -332,10 +332,11 @@ op_exec(struct agent *a, uint32_t id, const json_t *req)
 		window = json_integer_value(jwin);
 	want_stdin = json_is_true(jstdin);
 	if ((a->defaults->env
-		     ? agent_env_build_over(a->defaults->env, set, nset, &env,
-					    err, sizeof(err))
-		     : agent_env_build(a->base_env, set, nset, &env, err,
-				       sizeof(err))) < 0) {
+		     ? agent_env_build_over(a->defaults->env,
+					    a->defaults->ca_dir, set, nset,
+					    &env, err, sizeof(err))
+		     : agent_env_build(a->base_env, a->defaults->ca_dir, set,
+				       nset, &env, err, sizeof(err))) < 0) {
 		agent_send_error(a, id, AGENT_E_BAD_REQUEST, 0, "exec: %s",
 				 err);
 		goto out;

@@ -12,24 +12,38 @@ struct ucred;
 /* ---- env.c ------------------------------------------------------------ */
 
 /* True for the names a command inherits from the agent's environment:
- * PATH, HOME, TERM, the proxy variables (both cases) and the CA bundle
- * variables. */
+ * PATH, HOME, TERM, the proxy variables (both cases) and the CA
+ * variables (agent_ca_env()'s names). */
 bool agent_env_inherited(const char *name, size_t len);
+
+/* The CA variables for a CA installed in dir (agent_ca_install()):
+ * SSL_CERT_FILE, REQUESTS_CA_BUNDLE, PIP_CERT, CURL_CA_BUNDLE,
+ * GIT_SSL_CAINFO, CARGO_HTTP_CAINFO and AWS_CA_BUNDLE name the bundle
+ * (these replace a runtime's own roots, so the bundle holds the system's
+ * too), NODE_EXTRA_CA_CERTS the CA alone (Node adds it to its own).
+ * Writes up to max "NAME=value" strings of AGENT_CA_ENV_LEN bytes into
+ * out; returns how many (AGENT_CA_ENV_N for a dir that fits). Pure. */
+#define AGENT_CA_ENV_N 8
+#define AGENT_CA_ENV_LEN 128
+size_t agent_ca_env(const char *dir, char out[][AGENT_CA_ENV_LEN], size_t max);
 
 /* Builds a command's environment: the inherited variables of `agent_env`
  * ("NAME=value" strings, NULL-terminated), PATH and HOME defaulted when
- * absent, then `set[0..nset)` ("NAME=value") on top, a later name
- * replacing an earlier one. Returns 0 with *out a new NULL-terminated
- * array (free with agent_env_free), or -EINVAL with a line in err for a
- * bad name (empty, with '=' or NUL), -ENOMEM. */
-int agent_env_build(char *const *agent_env, const char *const *set,
-		    size_t nset, char ***out, char *err, size_t errsz);
+ * absent, the CA variables of ca_dir (NULL: none), then `set[0..nset)`
+ * ("NAME=value") on top, a later name replacing an earlier one. Returns
+ * 0 with *out a new NULL-terminated array (free with agent_env_free), or
+ * -EINVAL with a line in err for a bad name (empty, with '=' or NUL),
+ * -ENOMEM. */
+int agent_env_build(char *const *agent_env, const char *ca_dir,
+		    const char *const *set, size_t nset, char ***out,
+		    char *err, size_t errsz);
 void agent_env_free(char **env);
 
 /* Like agent_env_build, but the base is taken whole ("configure" set it,
  * already checked), not filtered to the inherited names. */
-int agent_env_build_over(char *const *base, const char *const *set,
-			 size_t nset, char ***out, char *err, size_t errsz);
+int agent_env_build_over(char *const *base, const char *ca_dir,
+			 const char *const *set, size_t nset, char ***out,
+			 char *err, size_t errsz);
 
 /* ---- config.c --------------------------------------------------------- */
 
@@ -43,11 +57,12 @@ int agent_config_check(const struct json_t *req, struct agent_config *out,
 		       const char **field, char *err, size_t errsz);
 void agent_config_fini(struct agent_config *c);
 
-/* Applies c in order: time, entropy, hostname, net, env, cwd (the last
- * two into *d, which takes c's env and cwd). Stops at the first failure:
+/* Applies c in order: time, entropy, hostname, net, env, cwd (those two
+ * into *d, which takes c's env and cwd), ca (agent_ca_install() under
+ * agent_ca_root; *d records its directory). Stops at the first failure:
  * returns a negative errno with *step naming it ("time", "entropy",
- * "hostname", "net", ...) and a line in err; the steps before it stay
- * applied. */
+ * "hostname", "net", "ca", ...) and a line in err; the steps before it
+ * stay applied. */
 int agent_config_apply(struct agent_config *c, struct agent_defaults *d,
 		       const char **step, char *err, size_t errsz);
 void agent_defaults_fini(struct agent_defaults *d);
@@ -74,6 +89,46 @@ bool agent_ipv4_parse(const char *s, size_t len, uint32_t *out);
 /* Strict RFC 4648 base64 (padding required, no whitespace) into
  * out[0..cap). Returns the byte count, or -1 on bad input or overflow. */
 long agent_b64_decode(const char *s, size_t len, uint8_t *out, size_t cap);
+
+/* ---- trust.c ---------------------------------------------------------- */
+
+/* One or more PEM certificates and nothing else: "-----BEGIN
+ * CERTIFICATE-----" lines, base64 lines of 1..76 characters, "-----END
+ * CERTIFICATE-----" lines, '\n' line ends (the last optional), 1 to
+ * AGENT_CA_MAX bytes. A key, a blank line, text around the blocks or a
+ * CR is refused. Pure. */
+bool agent_ca_pem_ok(const char *s, size_t len);
+/* Does roots[0..rlen) hold ca (ignoring its final newline)? Pure. */
+bool agent_ca_contains(const char *roots, size_t rlen, const char *ca,
+		       size_t calen);
+/* The bundle a runtime is pointed at: roots (may be empty), a newline if
+ * they lack a final one, then ca unless roots hold it already, ending in
+ * one newline. *out is NUL-terminated, *outlen not counting it. 0 or
+ * -ENOMEM. Pure. */
+int agent_ca_bundle(const char *roots, size_t rlen, const char *ca,
+		    size_t calen, char **out, size_t *outlen);
+/* Installs ca (checked by agent_ca_pem_ok) in the guest whose root is
+ * `root` ("" in a guest; a directory in the tests): AGENT_CA_DIR, else
+ * AGENT_CA_DIR_ALT, whichever is the sandbox's own, gets AGENT_CA_FILE
+ * (the CA) and AGENT_CA_BUNDLE (the first system bundle found among
+ * /etc/ssl/certs/ca-certificates.crt, /etc/pki/tls/certs/ca-bundle.crt,
+ * /etc/ssl/cert.pem, then the CA), 0644; that system bundle gets the CA
+ * appended (or /etc/ssl/certs/ca-certificates.crt is created when there
+ * is none) and /usr/local/share/ca-certificates/sluice.crt and
+ * /etc/pki/ca-trust/source/anchors/sluice.pem are written where their
+ * directories exist. Every change is made only where agent_ca_private()
+ * says the file system is the sandbox's own; the rest is skipped. Again
+ * with the same CA changes nothing (the CA is never appended twice).
+ * Returns 0 with the directory used (without root) in dir, or a negative
+ * errno with a line in err. */
+int agent_ca_install(const char *root, const char *ca, size_t calen,
+		     char *dir, size_t dircap, char *err, size_t errsz);
+/* True when path (a file: the directory it really is in) is the
+ * sandbox's own: on the root's own overlay (the same device as "/"), or
+ * on a tmpfs or ramfs. The default; the tests point it elsewhere. */
+extern bool (*agent_ca_private)(const char *path);
+/* The root agent_config_apply() installs under: "" (the tests set it). */
+extern const char *agent_ca_root;
 
 /* ---- agent.c ---------------------------------------------------------- */
 

@@ -1,8 +1,8 @@
 /* config.c: the "configure" op. See agent.h.
  *
  * Everything is checked first (agent_config_check, pure), then applied in
- * a fixed order: time, entropy, hostname, net, env, cwd. The entropy never
- * reaches an error message and is wiped once used.
+ * a fixed order: time, entropy, hostname, net, env, cwd, ca. The entropy
+ * never reaches an error message and is wiped once used.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -158,6 +158,7 @@ agent_config_fini(struct agent_config *c)
 		return;
 	agent_env_free(c->env);
 	free(c->cwd);
+	free(c->ca);
 	/* the entropy is a secret: gone once used or refused */
 	explicit_bzero(c->entropy, sizeof(c->entropy));
 	memset(c, 0, sizeof(*c));
@@ -359,6 +360,21 @@ agent_config_check(const json_t *req, struct agent_config *c,
 				goto out;
 			}
 			c->has_cwd = true;
+		} else if (strcmp(k, AGENT_F_CA) == 0) {
+			/* certificates only: what reaches the trust store is
+			 * checked here, never passed through as it came */
+			if (s == NULL || strlen(s) != n ||
+			    !agent_ca_pem_ok(s, n))
+				BAD("ca", "want 1..%u bytes of PEM "
+				    "certificates (BEGIN/END CERTIFICATE "
+				    "lines around base64, nothing else)",
+				    AGENT_CA_MAX);
+			if ((c->ca = strdup(s)) == NULL) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			c->ca_len = n;
+			c->has_ca = true;
 		} else {
 			*field = k;
 			snprintf(err, errsz, "unknown field \"%.64s\"", k);
@@ -543,9 +559,13 @@ agent_defaults_fini(struct agent_defaults *d)
 		return;
 	agent_env_free(d->env);
 	free(d->cwd);
+	free(d->ca_dir);
 	d->env = NULL;
 	d->cwd = NULL;
+	d->ca_dir = NULL;
 }
+
+const char *agent_ca_root = "";
 
 int
 agent_config_apply(struct agent_config *c, struct agent_defaults *d,
@@ -579,6 +599,28 @@ agent_config_apply(struct agent_config *c, struct agent_defaults *d,
 		d->cwd = c->cwd;
 		c->cwd = NULL;
 	}
+	if (c->has_ca) {
+		char dir[PATH_MAX], *dup;
+
+		rc = agent_ca_install(agent_ca_root, c->ca, c->ca_len, dir,
+				      sizeof(dir), err, errsz);
+		if (rc < 0) {
+			char e2[256];
+
+			snprintf(e2, sizeof(e2), "%s", err);
+			*step = "ca";
+			snprintf(err, errsz, "ca: %s", e2);
+			goto out;
+		}
+		if ((dup = strdup(dir)) == NULL) {
+			rc = -ENOMEM;
+			*step = "ca";
+			snprintf(err, errsz, "ca: out of memory");
+			goto out;
+		}
+		free(d->ca_dir);
+		d->ca_dir = dup;
+	}
 out:
 	explicit_bzero(c->entropy, sizeof(c->entropy));
 	return rc;
@@ -601,7 +643,9 @@ agent_defaults_save(const struct agent_defaults *d, const char *path)
 		if (json_array_append_new(env, json_string(d->env[i])) < 0)
 			goto out;
 	if (json_object_set(j, "env", d->env ? env : json_null()) < 0 ||
-	    json_object_set_new(j, "cwd", d->cwd ? json_string(d->cwd) : json_null()) < 0)
+	    json_object_set_new(j, "cwd", d->cwd ? json_string(d->cwd) : json_null()) < 0 ||
+	    json_object_set_new(j, "ca_dir",
+				d->ca_dir ? json_string(d->ca_dir) : json_null()) < 0)
 		goto out;
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
 		rc = -ENAMETOOLONG;
@@ -629,7 +673,7 @@ int
 agent_defaults_load(struct agent_defaults *d, const char *path)
 {
 	json_error_t je;
-	json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &je), *env, *cwd, *v;
+	json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &je), *env, *cwd, *cad, *v;
 	struct agent_defaults n = { 0 };
 	size_t i;
 	int rc = -EINVAL;
@@ -638,8 +682,11 @@ agent_defaults_load(struct agent_defaults *d, const char *path)
 		return access(path, F_OK) < 0 ? -errno : -EINVAL;
 	env = json_object_get(j, "env");
 	cwd = json_object_get(j, "cwd");
+	cad = json_object_get(j, "ca_dir");
 	if (!json_is_object(j) || (env && !json_is_null(env) && !json_is_array(env)) ||
 	    (cwd && !json_is_null(cwd) && !json_is_string(cwd)) ||
+	    (cad && !json_is_null(cad) &&
+	     (!json_is_string(cad) || json_string_value(cad)[0] != '/')) ||
 	    json_array_size(env) > ENV_MAX)
 		goto out;
 	if (json_is_array(env)) {
@@ -657,6 +704,10 @@ agent_defaults_load(struct agent_defaults *d, const char *path)
 		}
 	}
 	if (json_is_string(cwd) && (n.cwd = strdup(json_string_value(cwd))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (json_is_string(cad) && (n.ca_dir = strdup(json_string_value(cad))) == NULL) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -708,7 +759,7 @@ agent_op_configure(struct agent *a, uint32_t id, const json_t *req)
 		return;
 	}
 	rc = agent_config_apply(&c, a->defaults, &what, err, sizeof(err));
-	if (rc == 0 && (c.has_env || c.has_cwd) && agent_defaults_file) {
+	if (rc == 0 && (c.has_env || c.has_cwd || c.has_ca) && agent_defaults_file) {
 		int e = agent_defaults_save(a->defaults, agent_defaults_file);
 
 		if (e < 0)

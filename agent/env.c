@@ -11,8 +11,39 @@ static const char *const inherited[] = {
 	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
 	"http_proxy", "https_proxy", "all_proxy", "no_proxy",
 	"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-	"GIT_SSL_CAINFO", "CURL_CA_BUNDLE", "PIP_CERT",
+	"GIT_SSL_CAINFO", "CURL_CA_BUNDLE", "PIP_CERT", "CARGO_HTTP_CAINFO",
+	"AWS_CA_BUNDLE",
 };
+
+/* The variables that replace a runtime's roots: they name the bundle. */
+static const char *const ca_bundle_vars[] = {
+	"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE",
+	"GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO", "AWS_CA_BUNDLE",
+};
+
+_Static_assert(sizeof(ca_bundle_vars) / sizeof(ca_bundle_vars[0]) + 1 ==
+		       AGENT_CA_ENV_N,
+	       "AGENT_CA_ENV_N");
+
+size_t
+agent_ca_env(const char *dir, char out[][AGENT_CA_ENV_LEN], size_t max)
+{
+	size_t n = 0;
+
+	/* the longest: "REQUESTS_CA_BUNDLE=" + dir + "/bundle.pem" */
+	if (dir == NULL || dir[0] != '/' ||
+	    strlen(dir) + sizeof("REQUESTS_CA_BUNDLE=/" AGENT_CA_BUNDLE) >
+		    AGENT_CA_ENV_LEN)
+		return 0;
+	for (size_t i = 0; i < sizeof(ca_bundle_vars) / sizeof(ca_bundle_vars[0]) &&
+			   n < max; i++)
+		snprintf(out[n++], AGENT_CA_ENV_LEN, "%s=%s/%s",
+			 ca_bundle_vars[i], dir, AGENT_CA_BUNDLE);
+	if (n < max)
+		snprintf(out[n++], AGENT_CA_ENV_LEN, "NODE_EXTRA_CA_CERTS=%s/%s",
+			 dir, AGENT_CA_FILE);
+	return n;
+}
 
 static const char *const defaults[] = {
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -69,12 +100,15 @@ agent_env_free(char **env)
 
 /* filter: keep only the inherited names of base. */
 static int
-build(char *const *agent_env, bool filter, const char *const *set,
-      size_t nset, char ***out, char *err, size_t errsz)
+build(char *const *agent_env, bool filter, const char *ca_dir,
+      const char *const *set, size_t nset, char ***out, char *err,
+      size_t errsz)
 {
 	size_t cap = nset + sizeof(inherited) / sizeof(inherited[0]) +
-		     sizeof(defaults) / sizeof(defaults[0]) + 1;
-	size_t n = 0;
+		     sizeof(defaults) / sizeof(defaults[0]) + AGENT_CA_ENV_N +
+		     1;
+	char ca[AGENT_CA_ENV_N][AGENT_CA_ENV_LEN];
+	size_t n = 0, nca = agent_ca_env(ca_dir, ca, AGENT_CA_ENV_N);
 	char **env;
 	int rc = 0;
 
@@ -105,6 +139,9 @@ build(char *const *agent_env, bool filter, const char *const *set,
 		if ((rc = env_put(env, &n, *p)) < 0)
 			goto out;
 	}
+	for (size_t i = 0; i < nca; i++)
+		if ((rc = env_put(env, &n, ca[i])) < 0)
+			goto out;
 	for (size_t i = 0; i < nset; i++)
 		if ((rc = env_put(env, &n, set[i])) < 0)
 			goto out;
@@ -118,15 +155,17 @@ out:
 }
 
 int
-agent_env_build(char *const *agent_env, const char *const *set, size_t nset,
-		char ***out, char *err, size_t errsz)
+agent_env_build(char *const *agent_env, const char *ca_dir,
+		const char *const *set, size_t nset, char ***out, char *err,
+		size_t errsz)
 {
-	return build(agent_env, true, set, nset, out, err, errsz);
+	return build(agent_env, true, ca_dir, set, nset, out, err, errsz);
 }
 
 int
-agent_env_build_over(char *const *base, const char *const *set, size_t nset,
-		     char ***out, char *err, size_t errsz)
+agent_env_build_over(char *const *base, const char *ca_dir,
+		     const char *const *set, size_t nset, char ***out,
+		     char *err, size_t errsz)
 {
-	return build(base, false, set, nset, out, err, errsz);
+	return build(base, false, ca_dir, set, nset, out, err, errsz);
 }

@@ -117,6 +117,9 @@ enum agent_frame_type {
 #define AGENT_F_ADDRESS "address"       /* configure net: "A.B.C.D/P" */
 #define AGENT_F_GATEWAY "gateway"       /* configure net: "A.B.C.D" */
 #define AGENT_F_MTU "mtu"               /* configure net: 68..65535 */
+#define AGENT_F_CA "ca"                 /* configure: sluice's CA, PEM text
+					   (certificates only, never a key):
+					   the guest trusts it, see below */
 /* configure also takes AGENT_F_ENV and AGENT_F_CWD: the defaults of later
  * execs. */
 #define AGENT_F_FIELD "field"           /* error "invalid": the bad field */
@@ -135,6 +138,16 @@ enum agent_frame_type {
 #define AGENT_ENTROPY_MIN 16            /* bytes, decoded */
 #define AGENT_ENTROPY_MAX 512
 #define AGENT_HOSTNAME_MAX 64
+/* configure "ca": at most this many bytes of PEM. The agent writes it to
+ * AGENT_CA_DIR/AGENT_CA_FILE and a bundle of the guest's system roots plus
+ * it to AGENT_CA_DIR/AGENT_CA_BUNDLE (AGENT_CA_DIR_ALT when /etc is not the
+ * sandbox's own), adds it to the guest's system trust store where that is
+ * the sandbox's own, and points later execs' CA variables at them. */
+#define AGENT_CA_MAX (16u * 1024)
+#define AGENT_CA_DIR "/etc/sluice"
+#define AGENT_CA_DIR_ALT "/run/sluice"
+#define AGENT_CA_FILE "ca.pem"
+#define AGENT_CA_BUNDLE "bundle.pem"
 #define AGENT_MTU_MIN 68
 #define AGENT_MTU_MAX 65535
 

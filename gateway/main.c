@@ -439,7 +439,10 @@ main(int argc, char **argv)
 			rc = -EINVAL;
 			goto out;
 		}
-		dm.claims = gw_claims_start(dm.conf, dm.fleet, dm.agent_path, err, sizeof(err));
+		/* Every sandbox trusts the CA (the signer, stopped after the
+		 * claims, owns the text). */
+		dm.claims = gw_claims_start(dm.conf, dm.fleet, dm.agent_path,
+					    certs_signer_ca_pem(dm.signer), err, sizeof(err));
 		if (!dm.claims || !(dm.apiv1 = gw_apiv1_new(dm.claims))) {
 			gw_log_errx("%s", dm.claims ? "out of memory" : err);
 			rc = -EINVAL;

@@ -655,6 +655,7 @@ boot_one(struct pool_mgr *m, struct pool_sbx *s, char *err, size_t errsz)
 		env[i] = s->net.env[i];
 	spec.env = env;
 	spec.nenv = s->net.nenv;
+	spec.ca_pem = m->host.ca_pem;
 	if (s->net.linked) {
 		inet_ntop(AF_INET, &s->net.addr, gw, sizeof(gw));
 		snprintf(addr, sizeof(addr), "%s/%u", gw, s->net.prefix);

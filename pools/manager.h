@@ -112,6 +112,10 @@ struct pool_host {
 	/* attach with the address a re-adopted sandbox had. */
 	int (*adopt_net)(void *arg, const char *id, const char *lane, struct in_addr addr,
 			 struct pool_netinfo *out, char *err, size_t errsz);
+	/* sluice's CA certificate (PEM, never a key) every sandbox booted
+	 * from now on trusts (sbx_spec.ca_pem); NULL: none. Borrowed for the
+	 * manager's life. A re-adopted sandbox keeps the CA it started with. */
+	const char *ca_pem;
 };
 
 /* The boot latency histogram's upper bounds, in milliseconds (+Inf is

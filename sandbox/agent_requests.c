@@ -12,6 +12,7 @@
 #include "agent_client.h"
 #include "agent_requests.h"
 #include "proto.h"
+#include "sandbox-t.h"
 
 json_t *
 sbx_agent_req_exec(const struct sbx_agent_exec_req *req, char *err, size_t errsz)
@@ -122,6 +123,41 @@ sbx_agent_req_refresh(json_t **out, char *err, size_t errsz)
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+_Static_assert(SBX_CA_MAX == AGENT_CA_MAX, "the host's CA bound is the agent's");
+
+int
+sbx_agent_req_add_ca(json_t *req, const char *pem, char *err, size_t errsz)
+{
+	size_t n = pem ? strlen(pem) : 0;
+	json_t *s;
+
+	if (n == 0 || n > SBX_CA_MAX || !(s = json_stringn(pem, n))) {
+		snprintf(err, errsz, "ca: want 1..%u bytes of PEM text", SBX_CA_MAX);
+		return -EINVAL;
+	}
+	if (json_object_set_new(req, AGENT_F_CA, s) < 0) {
+		snprintf(err, errsz, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+json_t *
+sbx_agent_req_ca(const char *pem, char *err, size_t errsz)
+{
+	json_t *j = json_pack("{s:s}", AGENT_F_OP, AGENT_OP_CONFIGURE);
+
+	if (!j) {
+		snprintf(err, errsz, "out of memory");
+		return NULL;
+	}
+	if (sbx_agent_req_add_ca(j, pem, err, errsz) < 0) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
 }
 
 bool

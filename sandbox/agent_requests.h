@@ -39,6 +39,14 @@ struct json_t *sbx_agent_req_mkdir(const char *path, bool parents);
 #define SBX_AGENT_REFRESH_ENTROPY 64
 int sbx_agent_req_refresh(struct json_t **out, char *err, size_t errsz);
 
+/* Adds sluice's CA (PEM, sbx_spec.ca_pem) to a "configure" request req
+ * ("ca": the agent installs it; see agent/proto.h AGENT_F_CA). 0, or
+ * -EINVAL (not 1..SBX_CA_MAX bytes of UTF-8) / -ENOMEM with err set. */
+int sbx_agent_req_add_ca(struct json_t *req, const char *pem, char *err, size_t errsz);
+/* A "configure" request with sluice's CA alone (the ns backend's, right
+ * after the agent starts). NULL with err set. */
+struct json_t *sbx_agent_req_ca(const char *pem, char *err, size_t errsz);
+
 /* A stat answer (sbx_agent_op_sync()'s result): true if it names a
  * directory; *size its "size" (0 when absent; a negative one as a huge
  * unsigned number, over every cap). Borrows st. */

@@ -48,6 +48,8 @@
 #include "sandbox-int.h"
 #include "sandbox.h"
 
+#define NS_CA_MS 5000 /* the agent's "configure" of the CA */
+
 #define MOUNTS_MAX 32
 #define ENV_MAX    128
 
@@ -531,6 +533,10 @@ fill_plan(struct plan *p, const struct sbx_template *t, const struct sbx_spec *s
 		p->envp[ne++] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
 		                "/usr/bin:/sbin:/bin";
 	p->envp[ne] = NULL;
+	if (spec->ca_pem && !sbx_g.agent_path[0])
+		return sbx_fail(err, errsz, -ENOTSUP,
+		                "start: a CA needs sluice-agent in the sandbox; "
+		                "give the agent path");
 	if (sbx_g.agent_path[0]) {
 		p->exe_fd = open(sbx_g.agent_path, O_PATH | O_CLOEXEC);
 		if (p->exe_fd < 0)
@@ -792,6 +798,10 @@ ns_start(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx *
 	s->agent_fd = sv[0];
 	sv[0] = -1;
 	fcntl(s->agent_fd, F_SETFL, O_NONBLOCK);
+	/* sluice's CA: the agent installs it in the guest's own layer */
+	if (spec->ca_pem &&
+	    (rc = sbx_agent_trust_sync(s->agent_fd, spec->ca_pem, NS_CA_MS, err, errsz)) < 0)
+		goto fail_fds;
 	if ((rc = sbx_read_start_time(s->pid, &s->start_time)) < 0) {
 		rc = sbx_fail(err, errsz, rc, "start: /proc/%d/stat: %s", (int)s->pid,
 		              strerror(-rc));

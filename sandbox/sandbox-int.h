@@ -44,6 +44,11 @@ int sbx_pathf(char *out, size_t outsz, const char *fmt, ...) __attribute__((form
 
 /* All allocation goes through these (tests may make them fail). */
 void *sbx_calloc(size_t n, size_t sz);
+
+/* trust.c: sends "configure" {"ca": pem} over a dup of agent_fd and waits
+ * for the answer (the agent installs the CA: see agent/trust.c). 0, or a
+ * negative errno with one line in err. */
+int sbx_agent_trust_sync(int agent_fd, const char *pem, int timeout_ms, char *err, size_t errsz);
 char *sbx_strdup(const char *s);
 
 /* ---- cgroups (cgroup.c) ---------------------------------------------- */

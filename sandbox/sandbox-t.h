@@ -128,7 +128,16 @@ struct sbx_spec {
 	const struct sbx_file *files;
 	size_t nfiles;
 	struct sbx_net net;
+	/* sluice's CA certificate, PEM text (certificates only, never a key;
+	 * 1..SBX_CA_MAX bytes), or NULL. The backend hands it to the agent
+	 * ("configure" "ca"), which makes the guest trust it: the file, a
+	 * bundle with the guest's system roots, the system store where that
+	 * is the sandbox's own, and the CA variables of every exec (see
+	 * docs/sandboxes.md, "Trusting sluice's CA"). Needs the agent. */
+	const char *ca_pem;
 };
+
+#define SBX_CA_MAX (16u * 1024)
 
 /* One backend. Every op writes one line into err on failure and returns
  * a negative errno; see sandbox.h for each op's contract. */

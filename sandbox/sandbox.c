@@ -283,6 +283,20 @@ sbx_spec_validate(const struct sbx_spec *s, char *err, size_t errsz)
 			                "bits",
 			                i, f->mode);
 	}
+	if (s->ca_pem) {
+		size_t n = strlen(s->ca_pem);
+		if (n == 0 || n > SBX_CA_MAX ||
+		    strncmp(s->ca_pem, "-----BEGIN CERTIFICATE-----", 27) != 0)
+			return sbx_fail(err, errsz, -EINVAL,
+			                "spec: ca_pem must be 1-%u bytes of PEM "
+			                "certificates",
+			                SBX_CA_MAX);
+		/* the guest gets certificates; a key never leaves */
+		if (strstr(s->ca_pem, "PRIVATE KEY"))
+			return sbx_fail(err, errsz, -EINVAL,
+			                "spec: ca_pem holds a private key; give the "
+			                "certificate only");
+	}
 	switch (s->net.kind) {
 	case SBX_NET_NONE:
 		break;

@@ -1134,6 +1134,11 @@ agent_setup(struct sbx *s, const struct sbx_spec *spec, int timeout_ms, char *er
 		json_decref(req);
 		return sbx_fail(err, errsz, -ENOMEM, "out of memory");
 	}
+	/* sluice's CA: the agent installs it in the guest's overlay */
+	if (spec->ca_pem && (rc = sbx_agent_req_add_ca(req, spec->ca_pem, err, errsz)) < 0) {
+		json_decref(req);
+		return rc;
+	}
 	d = fcntl(s->agent_fd, F_DUPFD_CLOEXEC, 3);
 	if (d < 0 || !(c = sbx_agent_conn_new(d))) {
 		json_decref(req);

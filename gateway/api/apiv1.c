@@ -74,10 +74,14 @@ gw_apiv1_free(struct gw_apiv1 *v)
 
 /* ---- validators ------------------------------------------------------- */
 
+/* What sluice sets in every sandbox, which a claim's or an exec's env may
+ * not replace: the proxy variables and the CA variables (the agent's, see
+ * agent_ca_env()). */
 static const char *const reserved_env[] = {
-	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
-	"all_proxy", "no_proxy", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-	"GIT_SSL_CAINFO", "CURL_CA_BUNDLE", "PIP_CERT",
+	"HTTP_PROXY",     "HTTPS_PROXY",        "ALL_PROXY",           "NO_PROXY",
+	"http_proxy",     "https_proxy",        "all_proxy",           "no_proxy",
+	"SSL_CERT_FILE",  "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO",
+	"CURL_CA_BUNDLE", "PIP_CERT",           "CARGO_HTTP_CAINFO",   "AWS_CA_BUNDLE",
 };
 
 bool

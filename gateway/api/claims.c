@@ -309,8 +309,8 @@ find_agent(const char *given, char *buf, size_t bufsz)
 }
 
 struct gw_claims *
-gw_claims_start(struct conf *c, struct gw_fleet *f, const char *agent_path, char *err,
-		size_t errsz)
+gw_claims_start(struct conf *c, struct gw_fleet *f, const char *agent_path,
+		const char *ca_pem, char *err, size_t errsz)
 {
 	struct gw_claims *g = calloc(1, sizeof(*g));
 	struct sbx_init_opts io = { 0 };
@@ -367,6 +367,7 @@ gw_claims_start(struct conf *c, struct gw_fleet *f, const char *agent_path, char
 	h.layer_save = on_layer_save;
 	h.layer_load = on_layer_load;
 	h.adopt_net = on_adopt_net;
+	h.ca_pem = ca_pem;
 	g->mgr = pool_mgr_new(&h, c, c->daemon.data_dir, err, errsz);
 	if (!g->mgr)
 		goto fail;

@@ -17,10 +17,11 @@ struct gw_claims;
 /* Sets the sandbox backends up (state under /run/sluice/sandboxes,
  * templates under data_dir/templates, the agent at agent_path, or found
  * beside sluiced), starts the workers and the tick thread, and the
- * manager with c's pools (which start filling). The fleet is borrowed.
- * NULL with one line in err. */
+ * manager with c's pools (which start filling). Every sandbox booted
+ * trusts ca_pem (sluice's CA certificate, PEM; NULL: none). The fleet and
+ * ca_pem are borrowed until gw_claims_stop(). NULL with one line in err. */
 struct gw_claims *gw_claims_start(struct conf *c, struct gw_fleet *f, const char *agent_path,
-				  char *err, size_t errsz);
+				  const char *ca_pem, char *err, size_t errsz);
 /* Stops the threads; with end_sandboxes every sandbox is ended first,
  * otherwise they run on for the next start to re-adopt. NULL is fine. */
 void gw_claims_stop(struct gw_claims *g, bool end_sandboxes);

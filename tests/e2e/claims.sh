@@ -18,6 +18,12 @@
 #     sandboxes (new ones, with the new limits), one whose policy changed
 #     keeps them, a removed one drains; SIGHUP re-applies the file's pools
 #     and live claims keep their layers (the same layer.version);
+#   - guests trust the CA, in the busybox, host and a directory template:
+#     /etc/sluice/ca.pem is GET /v1/ca.pem, the bundle holds a system root
+#     (when the template has one) and the CA, every CA variable is set in
+#     a command, a leaf the CA signed verifies against $SSL_CERT_FILE
+#     (openssl, in the host template), the system store holds the CA
+#     where it is the sandbox's own, and the host's /etc/ssl is unchanged;
 #   - GET /v1/usage: a tenant sees its own usage only, whatever it asks;
 #     the operator's tenant= and since= filters (epoch and RFC 3339); the
 #     claim-seconds are the journal's; 400 on a since that is neither.
@@ -50,6 +56,9 @@ U1="u1-$RANDOM$RANDOM"
 U2="u2-$RANDOM$RANDOM"
 # The template of pool "broken": a directory that does not exist.
 NOROOT=$E2E_TMP/no-such-root
+# The template of pool "trust_dir": a Debian-like root made below (the
+# busybox template with a system bundle and an anchor directory).
+DIRROOT=$E2E_TMP/dirroot
 
 # pools_yaml KEEP_POLICY REPL_MEMORY WITH_GONE: the pools: list.
 pools_yaml() {
@@ -65,6 +74,8 @@ YAML
   - { name: tiny, template: busybox, lane: small, policy: wide, warm: 0, warm_max: 0 }
   - { name: broken, template: $NOROOT, lane: egress, policy: wide, warm: 0, warm_max: 0 }
   - { name: private, template: busybox, lane: egress, policy: wide, warm: 0, warm_max: 0 }
+  - { name: trust_host, template: host, lane: egress, policy: wide, warm: 0, warm_max: 0 }
+  - { name: trust_dir, template: $DIRROOT, lane: egress, policy: wide, warm: 0, warm_max: 0 }
 YAML
 }
 CTL=$E2E_TMP/control.sock
@@ -338,7 +349,7 @@ PY
 mark
 op PUT /v1/pools "${JS[@]}" "$POOLS1"
 check "PUT /v1/pools (keep: narrow; repl: 128 MiB; gone removed): 200" \
-	eval 'status 200 && is "sorted(p[\"name\"] for p in d[\"pools\"])" "[\"broken\", \"keep\", \"p\", \"private\", \"repl\", \"tiny\"]"'
+	eval 'status 200 && is "sorted(p[\"name\"] for p in d[\"pools\"])" "[\"broken\", \"keep\", \"p\", \"private\", \"repl\", \"tiny\", \"trust_dir\", \"trust_host\"]"'
 check "the log says gone is removed and draining" logged 'pool gone: removed; draining'
 check "the log says repl changed and its warm sandboxes are replaced" logged 'pool repl: changed; its warm sandboxes are replaced'
 check "... and says nothing of keep changing" eval '! since | grep -q "pool keep: changed"'
@@ -506,6 +517,102 @@ for bad in yesterday -1 2026-01-01T00:00:00+02:00 2026-13-01T00:00:00Z 1.5; do
 done
 req tcp "$U1" GET "/v1/usage?since=yesterday"
 check "a tenant's bad since: 400 bad-request too" refused 400 bad-request
+
+# --- 4. guests trust the CA ----------------------------------------------------
+# The CA as the API serves it, a leaf it signed (made here with its key),
+# and the host's trust files before any host-template sandbox ran.
+op GET /v1/ca.pem
+cp "$BODY" "$E2E_TMP/served-ca.pem"
+check "GET /v1/ca.pem: 200, a certificate" eval 'status 200 && openssl x509 -in "$E2E_TMP/served-ca.pem" -noout'
+openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=leaf.test \
+	-keyout "$E2E_TMP/leaf.key" -out "$E2E_TMP/leaf.csr" 2>/dev/null
+openssl x509 -req -in "$E2E_TMP/leaf.csr" -CA "$E2E_TMP/ca.pem" -CAkey "$E2E_TMP/ca.key" \
+	-CAcreateserial -days 1 -out "$E2E_TMP/leaf.pem" 2>/dev/null
+check "a leaf signed by the CA verifies on the host against it alone (the control)" \
+	quiet openssl verify -CAfile "$E2E_TMP/served-ca.pem" "$E2E_TMP/leaf.pem"
+HOSTSSL=$(find /etc/ssl /usr/local/share/ca-certificates -type f -print0 2>/dev/null | sort -z |
+	xargs -0 sha256sum | sha256sum)
+SYSROOTS=/etc/ssl/certs/ca-certificates.crt
+# the directory template: busybox's tree plus the host's system bundle
+cp -a "$DATA/templates/busybox" "$DIRROOT"
+mkdir -p "$DIRROOT/etc/ssl/certs" "$DIRROOT/usr/local/share/ca-certificates"
+cp "$SYSROOTS" "$DIRROOT/etc/ssl/certs/ca-certificates.crt"
+DIRSUM=$(sha256sum <"$DIRROOT/etc/ssl/certs/ca-certificates.crt")
+# gx ID SCRIPT: runs sh -c SCRIPT with the leaf on stdin; stdout in OUT.
+gx() {
+	local body
+	body=$("$PY" -c 'import json,sys
+print(json.dumps({"argv": ["sh", "-c", sys.argv[1]], "stdin": open(sys.argv[2]).read()}))' \
+		"$2" "$E2E_TMP/leaf.pem")
+	x "$1" "$body"
+	OUT=$(j 'd.get("stdout", "")')
+}
+# has_cert FILE BUNDLE: BUNDLE holds FILE's (first) certificate.
+has_cert() {
+	"$PY" -c 'import sys
+pem = open(sys.argv[1]).read().split("-----END CERTIFICATE-----")[0]
+sys.exit(0 if pem and pem in open(sys.argv[2]).read() else 1)' "$1" "$2"
+}
+VARS='SSL_CERT_FILE=/etc/sluice/bundle.pem REQUESTS_CA_BUNDLE=/etc/sluice/bundle.pem
+PIP_CERT=/etc/sluice/bundle.pem CURL_CA_BUNDLE=/etc/sluice/bundle.pem
+GIT_SSL_CAINFO=/etc/sluice/bundle.pem CARGO_HTTP_CAINFO=/etc/sluice/bundle.pem
+AWS_CA_BUNDLE=/etc/sluice/bundle.pem NODE_EXTRA_CA_CERTS=/etc/sluice/ca.pem'
+for T in p trust_host trust_dir; do
+	claim unix "" "{\"pool\":\"$T\"}"
+	TS=$ID
+	check "trust: a sandbox of pool $T ($TS)" status 201
+	gx "$TS" 'cat /etc/sluice/ca.pem'
+	printf '%s\n' "$OUT" >"$E2E_TMP/g-ca.pem"
+	check "[$T] /etc/sluice/ca.pem is GET /v1/ca.pem" cmp -s "$E2E_TMP/g-ca.pem" "$E2E_TMP/served-ca.pem"
+	gx "$TS" 'stat -c %a /etc/sluice/ca.pem /etc/sluice/bundle.pem'
+	check "[$T] ca.pem and bundle.pem are 0644" test "$(echo $OUT)" = "644 644"
+	gx "$TS" 'env'
+	miss=
+	for v in $VARS; do grep -qx -- "$v" <<<"$OUT" || miss="$miss $v"; done
+	check "[$T] a command gets every CA variable (missing:${miss:- none})" test -z "$miss"
+	gx "$TS" 'cat "$SSL_CERT_FILE"'
+	printf '%s\n' "$OUT" >"$E2E_TMP/g-bundle.pem"
+	check "[$T] the bundle holds the CA" has_cert "$E2E_TMP/served-ca.pem" "$E2E_TMP/g-bundle.pem"
+	gx "$TS" 'cat /etc/ssl/certs/ca-certificates.crt'
+	printf '%s\n' "$OUT" >"$E2E_TMP/g-sys.pem"
+	case $T in
+	p)
+		check "[$T] no system roots: the bundle is the CA alone" \
+			cmp -s "$E2E_TMP/g-bundle.pem" "$E2E_TMP/served-ca.pem"
+		check "[$T] a system bundle is made, holding the CA" \
+			cmp -s "$E2E_TMP/g-sys.pem" "$E2E_TMP/served-ca.pem"
+		gx "$TS" 'command -v openssl || echo none'
+		check "[$T] no openssl in busybox: the bytes were compared instead" test "$OUT" = none
+		;;
+	trust_host)
+		check "[$T] the bundle holds the host's system roots too" has_cert "$SYSROOTS" "$E2E_TMP/g-bundle.pem"
+		check "[$T] the system bundle is the host's own, read-only bind: unchanged" \
+			cmp -s "$E2E_TMP/g-sys.pem" "$SYSROOTS"
+		gx "$TS" 'cat >/tmp/leaf.pem; openssl verify -CAfile "$SSL_CERT_FILE" /tmp/leaf.pem'
+		check "[$T] openssl verify -CAfile \$SSL_CERT_FILE of a leaf the CA signed: OK ($OUT)" \
+			eval 'is "d[\"exit_code\"]" 0 && [[ $OUT == *": OK" ]]'
+		gx "$TS" 'cat >/tmp/leaf.pem; openssl verify -CAfile /etc/ssl/certs/ca-certificates.crt /tmp/leaf.pem'
+		check "[$T] ... and fails against the host's bundle alone (the check means something)" \
+			eval '! is "d[\"exit_code\"]" 0 2>/dev/null'
+		;;
+	trust_dir)
+		check "[$T] the bundle holds the template's system roots too" has_cert "$SYSROOTS" "$E2E_TMP/g-bundle.pem"
+		check "[$T] the guest's system bundle is its roots plus the CA" \
+			eval 'has_cert "$SYSROOTS" "$E2E_TMP/g-sys.pem" && has_cert "$E2E_TMP/served-ca.pem" "$E2E_TMP/g-sys.pem"'
+		gx "$TS" 'cat /usr/local/share/ca-certificates/sluice.crt'
+		printf '%s\n' "$OUT" >"$E2E_TMP/g-anchor.pem"
+		check "[$T] /usr/local/share/ca-certificates/sluice.crt is the CA" \
+			cmp -s "$E2E_TMP/g-anchor.pem" "$E2E_TMP/served-ca.pem"
+		check "[$T] the template's own bundle on disk is unchanged (the overlay took the change)" \
+			test "$(sha256sum <"$DIRROOT/etc/ssl/certs/ca-certificates.crt")" = "$DIRSUM"
+		;;
+	esac
+	op DELETE "/v1/sandboxes/$TS"
+	check "[$T] released" is 'd["result"]' released
+done
+check "the host's /etc/ssl and /usr/local/share/ca-certificates are unchanged" \
+	test "$(find /etc/ssl /usr/local/share/ca-certificates -type f -print0 2>/dev/null | sort -z |
+		xargs -0 sha256sum | sha256sum)" = "$HOSTSSL"
 
 # --- the end: every claim released, a clean stop leaves nothing ------------------
 op GET /v1/sandboxes

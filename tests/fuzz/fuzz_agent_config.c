@@ -20,8 +20,9 @@
  *    character sets, and found in the input;
  *  - configure: 0 with each has_ flag set exactly when its field is
  *    there and every value within its documented bounds (env one
- *    "NAME=value" per member, NULL-terminated), or -EINVAL with the bad
- *    field named, an error message and nothing left allocated;
+ *    "NAME=value" per member, NULL-terminated; ca the request's text,
+ *    PEM certificates only), or -EINVAL with the bad field named, an
+ *    error message and nothing left allocated;
  *  - defaults: 0 or -EINVAL; a failed load leaves the set as it was; a
  *    loaded set saved and loaded again is the same set.
  */
@@ -118,9 +119,9 @@ check_config(const json_t *req)
 		CHECK(err[0] != '\0');
 		if (rc == -EINVAL)
 			CHECK(field != NULL); /* "" for an unknown field named "" */
-		CHECK(c.env == NULL && c.cwd == NULL);
+		CHECK(c.env == NULL && c.cwd == NULL && c.ca == NULL);
 		CHECK(!c.has_time && !c.has_entropy && !c.has_hostname && !c.has_net &&
-		      !c.has_env && !c.has_cwd);
+		      !c.has_env && !c.has_cwd && !c.has_ca);
 		return;
 	}
 	CHECK(rc == 0 && field == NULL);
@@ -131,6 +132,17 @@ check_config(const json_t *req)
 	CHECK(c.has_net == (json_object_get(req, "net") != NULL));
 	CHECK(c.has_env == (json_object_get(req, "env") != NULL));
 	CHECK(c.has_cwd == (json_object_get(req, "cwd") != NULL));
+	CHECK(c.has_ca == (json_object_get(req, "ca") != NULL));
+	if (c.has_ca) {
+		v = json_object_get(req, "ca");
+		CHECK(c.ca != NULL && c.ca_len == json_string_length(v));
+		CHECK(c.ca_len >= 1 && c.ca_len <= AGENT_CA_MAX);
+		CHECK(memcmp(c.ca, json_string_value(v), c.ca_len) == 0);
+		CHECK(agent_ca_pem_ok(c.ca, c.ca_len));
+		CHECK(strstr(c.ca, "PRIVATE") == NULL && memchr(c.ca, '\r', c.ca_len) == NULL);
+	} else {
+		CHECK(c.ca == NULL);
+	}
 	if (c.has_time)
 		CHECK(c.time_ns == json_integer_value(json_object_get(req, "time_ns")) &&
 		      c.time_ns > 0);
@@ -170,7 +182,7 @@ check_config(const json_t *req)
 		CHECK(c.cwd == NULL);
 	}
 	agent_config_fini(&c);
-	CHECK(c.env == NULL && c.cwd == NULL && c.entropy[0] == 0);
+	CHECK(c.env == NULL && c.cwd == NULL && c.ca == NULL && c.entropy[0] == 0);
 }
 
 /* ---- the defaults file ------------------------------------------------- */
@@ -212,9 +224,12 @@ defaults_equal(const struct agent_defaults *a, const struct agent_defaults *b)
 {
 	size_t i;
 
-	if ((a->env == NULL) != (b->env == NULL) || (a->cwd == NULL) != (b->cwd == NULL))
+	if ((a->env == NULL) != (b->env == NULL) || (a->cwd == NULL) != (b->cwd == NULL) ||
+	    (a->ca_dir == NULL) != (b->ca_dir == NULL))
 		return false;
 	if (a->cwd && strcmp(a->cwd, b->cwd) != 0)
+		return false;
+	if (a->ca_dir && strcmp(a->ca_dir, b->ca_dir) != 0)
 		return false;
 	for (i = 0; a->env && a->env[i]; i++)
 		if (b->env[i] == NULL || strcmp(a->env[i], b->env[i]) != 0)
@@ -253,6 +268,7 @@ check_defaults(const uint8_t *data, size_t size)
 	}
 	for (size_t i = 0; d.env && d.env[i]; i++)
 		CHECK(strchr(d.env[i], '=') != NULL);
+	CHECK(d.ca_dir == NULL || d.ca_dir[0] == '/');
 
 	/* saved and loaded back: the same set */
 	CHECK(agent_defaults_save(&d, saved_path) == 0);

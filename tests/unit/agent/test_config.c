@@ -57,6 +57,7 @@ bad(const char *s, const char *want_field)
 	/* a refused request leaves nothing to free */
 	assert_null(c.env);
 	assert_null(c.cwd);
+	assert_null(c.ca);
 }
 
 static void
@@ -77,6 +78,15 @@ test_bad_types(void **state)
 	bad("{\"env\": {\"A\": 1}}", "env");
 	bad("{\"env\": {\"A\": null}}", "env");
 	bad("{\"cwd\": 7}", "cwd");
+	bad("{\"ca\": 7}", "ca");
+	bad("{\"ca\": null}", "ca");
+	bad("{\"ca\": \"\"}", "ca");
+	bad("{\"ca\": \"not pem\"}", "ca");
+	bad("{\"ca\": \"-----BEGIN PRIVATE KEY-----\\nQUJD\\n-----END PRIVATE KEY-----\\n\"}",
+	    "ca");
+	/* a good field before a bad one leaves nothing allocated either */
+	bad("{\"ca\": \"-----BEGIN CERTIFICATE-----\\nQUJD\\n-----END CERTIFICATE-----\\n\", "
+	    "\"cwd\": 1}", "cwd");
 }
 
 static void
@@ -341,7 +351,7 @@ test_apply_env_cwd(void **state)
 	assert_string_equal(d.env[0], "A=1");
 	/* an exec's env merges over the configured one; PATH and HOME are
 	 * still defaulted; nothing of the agent's own environment leaks */
-	assert_int_equal(agent_env_build_over(d.env, set, 1, &env, err,
+	assert_int_equal(agent_env_build_over(d.env, NULL, set, 1, &env, err,
 					      sizeof(err)), 0);
 	{
 		bool a = false, b = false, path = false, home = false;

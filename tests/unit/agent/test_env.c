@@ -42,10 +42,10 @@ test_bad_names(void **state)
 	char err[128];
 
 	(void)state;
-	assert_int_equal(agent_env_build(NULL, bad1, 1, &env, err, sizeof(err)),
+	assert_int_equal(agent_env_build(NULL, NULL, bad1, 1, &env, err, sizeof(err)),
 			 -EINVAL);
 	assert_null(env);
-	assert_int_equal(agent_env_build(NULL, bad2, 1, &env, err, sizeof(err)),
+	assert_int_equal(agent_env_build(NULL, NULL, bad2, 1, &env, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "NAME=value"));
 }
@@ -61,7 +61,7 @@ test_filtered_and_defaults(void **state)
 	char err[128];
 
 	(void)state;
-	assert_int_equal(agent_env_build(agent_env, NULL, 0, &env, err,
+	assert_int_equal(agent_env_build(agent_env, NULL, NULL, 0, &env, err,
 					 sizeof(err)),
 			 0);
 	assert_string_equal(get(env, "HTTP_PROXY"), "http://gw:3128");
@@ -88,7 +88,7 @@ test_request_overrides(void **state)
 	char err[128];
 
 	(void)state;
-	assert_int_equal(agent_env_build(agent_env, set, 4, &env, err,
+	assert_int_equal(agent_env_build(agent_env, NULL, set, 4, &env, err,
 					 sizeof(err)),
 			 0);
 	assert_string_equal(get(env, "PATH"), "/opt/bin");

@@ -75,6 +75,8 @@ test_claim_bad(void **state)
 	claim_bad("{\"pool\": \"p\", \"env\": {\"HTTP_PROXY\": \"http://evil\"}}", "HTTP_PROXY");
 	claim_bad("{\"pool\": \"p\", \"env\": {\"https_proxy\": \"x\"}}", "https_proxy");
 	claim_bad("{\"pool\": \"p\", \"env\": {\"SSL_CERT_FILE\": \"/x\"}}", "SSL_CERT_FILE");
+	claim_bad("{\"pool\": \"p\", \"env\": {\"CARGO_HTTP_CAINFO\": \"/x\"}}", "CARGO_HTTP_CAINFO");
+	claim_bad("{\"pool\": \"p\", \"env\": {\"AWS_CA_BUNDLE\": \"/x\"}}", "AWS_CA_BUNDLE");
 	claim_bad("{\"pool\": \"p\", \"env\": {\"A\": \"x\\u0000y\"}}", "NUL");
 	claim_bad("{\"pool\": \"p\", \"labels\": {\"a=b\": \"x\"}}", "labels");
 	claim_bad("{\"pool\": \"p\", \"labels\": {\"\": \"x\"}}", "labels");

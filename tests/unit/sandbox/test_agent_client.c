@@ -19,6 +19,7 @@
 
 #include "agent_client.h"
 #include "agent_requests.h"
+#include "sandbox-t.h"
 #include "proto.h"
 
 struct rec {
@@ -585,6 +586,38 @@ test_requests(void **state)
 	assert_null(sbx_agent_list_entries(NULL));
 }
 
+/* The CA's configure: bad text first, then the request the agent reads. */
+static void
+test_request_ca(void **state)
+{
+	static const char pem[] = "-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\n";
+	char big[SBX_CA_MAX + 2], err[128];
+	json_t *j;
+
+	(void)state;
+	assert_null(sbx_agent_req_ca(NULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "ca"));
+	assert_null(sbx_agent_req_ca("", err, sizeof(err)));
+	assert_null(sbx_agent_req_ca("\xff\xfe", err, sizeof(err))); /* not UTF-8 */
+	memset(big, 'A', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	assert_null(sbx_agent_req_ca(big, err, sizeof(err)));
+	j = sbx_agent_req_ca(pem, err, sizeof(err));
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, AGENT_F_OP)), AGENT_OP_CONFIGURE);
+	assert_string_equal(json_string_value(json_object_get(j, AGENT_F_CA)), pem);
+	assert_int_equal(json_object_size(j), 2);
+	json_decref(j);
+	/* added to a clone's refresh, beside its time and entropy */
+	assert_int_equal(sbx_agent_req_refresh(&j, err, sizeof(err)), 0);
+	assert_int_equal(sbx_agent_req_add_ca(j, big, err, sizeof(err)), -EINVAL);
+	assert_null(json_object_get(j, AGENT_F_CA));
+	assert_int_equal(sbx_agent_req_add_ca(j, pem, err, sizeof(err)), 0);
+	assert_string_equal(json_string_value(json_object_get(j, AGENT_F_CA)), pem);
+	assert_non_null(json_object_get(j, AGENT_F_ENTROPY));
+	json_decref(j);
+}
+
 int
 main(void)
 {
@@ -603,6 +636,7 @@ main(void)
 #undef T
 		cmocka_unit_test(test_b64_vectors),
 		cmocka_unit_test(test_requests),
+		cmocka_unit_test(test_request_ca),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -58,6 +58,16 @@ test_spec_bad(void **st)
 	(void)st;
 	assert_int_equal(sbx_spec_validate(NULL, NULL, 0), -EINVAL);
 	s = good_spec();
+	s.ca_pem = "";
+	expect_bad(&s, "ca_pem");
+	s.ca_pem = "hello";
+	expect_bad(&s, "ca_pem");
+	s.ca_pem = "-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\n"
+	           "-----BEGIN PRIVATE KEY-----\nQUJD\n-----END PRIVATE KEY-----\n";
+	expect_bad(&s, "private key");
+	s.ca_pem = "-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\n";
+	assert_int_equal(sbx_spec_validate(&s, NULL, 0), 0);
+	s = good_spec();
 	s.id = NULL;
 	expect_bad(&s, "id");
 	s.id = "";
