@@ -264,6 +264,66 @@ gw_conn_close(struct gw_conn *c, enum gw_reason why)
 	gw_defer(w->loop, &c->defer, conn_free, c);
 }
 
+struct gw_conn *
+gw_conn_hand_over(struct gw_conn *c, const struct gw_door *door)
+{
+	struct gw_worker *w = c->w;
+	struct gw_conn *n = calloc(1, door->size);
+	struct gw_xprt *t;
+
+	if (!n)
+		return NULL;
+	n->door = door;
+	n->w = w;
+	n->snap = gw_snap_ref(c->snap);
+	n->lane = c->lane;
+	n->peer = c->peer;
+	memcpy(n->src, c->src, sizeof(n->src));
+	n->client_idx = c->client_idx;
+	n->who = c->who;
+	memset(&c->who, 0, sizeof(c->who));     /* the reference moved */
+	n->policy = c->policy;
+	n->req = c->req;
+	c->req.open = false;
+	n->drain = c->drain;
+	gw_dial_init(&n->dial);
+	gw_timer_init(&n->timer, conn_timeout, n);
+
+	/* The client's stack: the bottom is embedded, so the layer resting
+	 * on it is pointed at the new one. */
+	gw_timer_cancel(w->loop, &c->timer);
+	gw_io_del(w->loop, &c->cli.io);
+	n->cli.tcp = c->cli.tcp;
+	n->cli.x = c->cli.x == &c->cli.tcp ? &n->cli.tcp : c->cli.x;
+	for (t = n->cli.x; t && t != &n->cli.tcp; t = t->below)
+		if (t->below == &c->cli.tcp)
+			t->below = &n->cli.tcp;
+	c->cli.x = NULL;
+	c->cli.tcp.fd = -1;
+
+	/* n takes c's place on the worker's list and in the count. */
+	n->prev = c->prev;
+	n->next = c->next;
+	if (c->prev)
+		c->prev->next = n;
+	else
+		w->conns = n;
+	if (c->next)
+		c->next->prev = n;
+	c->prev = c->next = NULL;
+	c->closed = true;
+	if (gw_log_enabled(CONF_LOG_DEBUG))
+		gw_log_debug("%s %s: %s -> handed to the %s door", c->door->name, c->src,
+			     c->door->states[c->state], door->name);
+	gw_defer(w->loop, &c->defer, conn_free, c);
+
+	if (gw_io_add(w->loop, &n->cli.io, n->cli.tcp.fd, 0, conn_io, n) < 0) {
+		gw_conn_close(n, GW_R_INTERNAL);
+		return NULL;
+	}
+	return n;
+}
+
 void
 gw_conns_close_all(struct gw_worker *w)
 {

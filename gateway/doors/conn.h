@@ -13,6 +13,17 @@
  * answered and closed fd. */
 struct gw_conn *gw_conn_accept(struct gw_worker *w, int fd, int lane, const struct gw_door *door);
 
+/* Hands c over to another door: a connection of `door` (door->size
+ * bytes) takes c's client socket and transport stack, its snapshot, peer,
+ * identity, policy and the access line owed (c->req), on the same worker,
+ * counted once against max_connections; c is then retired without a line
+ * and without closing the socket (its door's fini runs, later). c must
+ * have no upstream, dial, tunnel or timer under way. Returns the new
+ * connection in state 0, watched for nothing, or NULL (out of memory:
+ * then c is untouched, for the caller to close). The SOCKS5 and SNI doors
+ * hand an intercepted destination to the intercepting exchange. */
+struct gw_conn *gw_conn_hand_over(struct gw_conn *c, const struct gw_door *door);
+
 /* The one way a connection ends, from any state and any error: the door
  * settles its line (door->closing), the tunnel is accounted, the owed
  * access line is written (reason `why` unless one was set), the dial is

@@ -57,6 +57,16 @@ struct gw_h1x_half {
 
 struct gw_h1x;
 
+/* How an exchange's connection came in: the forward door's own (its
+ * requests, CONNECT among them), or handed over by the SOCKS5 or the SNI
+ * door once their destination was found to be intercepted (intercept.h).
+ * Before the guest's TLS is ours, a refusal is said the way's own way. */
+enum gw_h1x_way {
+	GW_WAY_HTTP = 0,
+	GW_WAY_SOCKS5,
+	GW_WAY_SNI,
+};
+
 /* The door's part of each request, called when a request head is whole
  * (x->reqh): settle who asks (c->client_idx or c->who, c->policy), where
  * it goes (x->target, c->req.host and port) and whether the policy allows
@@ -94,6 +104,7 @@ struct gw_h1x {
 	size_t linger_left;
 
 	/* intercepting (intercept.h): D, the CONNECT's destination */
+	enum gw_h1x_way way;
 	bool intercept;         /* the guest side is our TLS: requests are D's */
 	bool tls_up;            /* upstreams of this exchange get TLS */
 	char dest[GW_HOST_MAX];

@@ -178,9 +178,11 @@ h1x_dialed(struct gw_conn *c, enum gw_reason why, int err, const char *detail)
 {
 	struct gw_h1x *x = h1x(c);
 
-	(void)err;
 	if (why != GW_R_NONE) {
-		gw_h1x_refuse(x, gw_dial_status(why), why, "%s", detail);
+		if (x->way != GW_WAY_HTTP)
+			gw_intercept_refuse_early(x, why, err, detail);
+		else
+			gw_h1x_refuse(x, gw_dial_status(why), why, "%s", detail);
 		gw_h1x_run(c);
 		return;
 	}
@@ -263,6 +265,14 @@ h1x_request(struct gw_h1x *x)
 		gw_h1x_start_exchange(x);
 		return;
 	}
+	gw_h1x_dial(x);
+}
+
+void
+gw_h1x_dial(struct gw_h1x *x)
+{
+	struct gw_conn *c = &x->base;
+
 	gw_conn_upstream_drop(c);
 	x->u_idle = false;
 	/* The dial has its own deadlines (DNS, then connect). */

@@ -47,6 +47,10 @@ void gw_h1x_refuse(struct gw_h1x *x, unsigned status, enum gw_reason reason, con
  * and relay (state EXCHANGE). */
 void gw_h1x_start_exchange(struct gw_h1x *x);
 
+/* Resolves, checks and connects to c->req.host:port (state DIALING); the
+ * exchange goes on when the dial ends. */
+void gw_h1x_dial(struct gw_h1x *x);
+
 /* Checks c->req.host:port against c->policy. 0, or -1 after refusing. */
 int gw_h1x_check_host(struct gw_h1x *x);
 

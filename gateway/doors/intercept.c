@@ -5,12 +5,14 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include <openssl/x509.h>
 
 #include "certs.h"
 #include "conf.h"
 #include "conn.h"
+#include "dial.h"
 #include "exchange.h"
 #include "http1.h"
 #include "intercept.h"
@@ -19,6 +21,7 @@
 #include "policy.h"
 #include "reason.h"
 #include "snap.h"
+#include "socks5.h"
 #include "tlshello.h"
 #include "worker.h"
 #include "xprt_tls.h"
@@ -27,6 +30,8 @@
 #define HELLO_MAX (GW_TLSHELLO_HEADER + 16384)
 /* Upstream TLS sessions kept per worker. */
 #define SESSIONS 1024
+/* From the origin's connection to the end of the guest's handshake. */
+#define HANDSHAKE_MS 30000
 
 static const uint8_t alpn_h1[] = "\x08http/1.1";
 
@@ -83,12 +88,89 @@ gw_intercept_worker_fini(struct gw_worker *w)
 }
 
 bool
+gw_intercept_wants(const struct gw_conn *c, const char *host, uint16_t port)
+{
+	return c->w->tls_server && c->policy && gw_policy_intercepts(c->policy, host, port);
+}
+
+bool
 gw_intercept_wanted(struct gw_h1x *x)
 {
 	struct gw_conn *c = &x->base;
 
-	return c->w->tls_server && x->is_connect &&
-	       gw_policy_intercepts(c->policy, c->req.host, c->req.port);
+	return x->is_connect && gw_intercept_wants(c, c->req.host, c->req.port);
+}
+
+/* ---- ways in from other doors ---- */
+
+/* The connections the SOCKS5 and SNI doors hand over: the exchange's,
+ * under the door's own name (door= in the access line). */
+static const struct gw_door socks_icpt_door = GW_H1X_DOOR("socks", struct gw_h1x);
+static const struct gw_door sni_icpt_door = GW_H1X_DOOR("sni", struct gw_h1x);
+
+void
+gw_intercept_enter(struct gw_conn *from, enum gw_h1x_way way, const void *pre, size_t npre)
+{
+	struct gw_conn *c = gw_conn_hand_over(from, way == GW_WAY_SNI ? &sni_icpt_door
+								       : &socks_icpt_door);
+	struct gw_h1x *x;
+
+	if (!c) {
+		if (!from->closed)
+			gw_conn_close(from, GW_R_INTERNAL);
+		return;
+	}
+	x = (struct gw_h1x *)(void *)c;
+	x->way = way;
+	x->is_connect = true;
+	x->route = gw_intercept_route;
+	gw_h1_parser_init(&x->parser, GW_H1_REQUEST, gw_conn_gateway(c)->max_header_bytes);
+	c->state = H1X_DIALING;
+	if (npre) {
+		if (gw_half_reserve(&x->up, npre) < 0) {
+			gw_conn_close(c, GW_R_INTERNAL);
+			return;
+		}
+		memcpy(x->up.buf, pre, npre);
+		x->up.len = npre;
+	}
+	gw_h1x_dial(x);
+}
+
+void
+gw_intercept_refuse_early(struct gw_h1x *x, enum gw_reason why, int err, const char *detail)
+{
+	struct gw_conn *c = &x->base;
+	unsigned status = gw_dial_status(why);
+
+	gw_log_info("%s %s: %s:%u: %s: %s", c->door->name, c->src, c->req.host, c->req.port,
+		    gw_reason_name(why), detail);
+	gw_half_reset(&x->down);
+	x->down.len = x->down.wpos = x->down.fend = x->down.parsed = 0;
+	if (x->way == GW_WAY_SOCKS5) {
+		uint8_t rep = err && why == GW_R_CONNECT_FAILED ? gw_socks5_rep_for_errno(err)
+							       : gw_socks5_rep_for(why);
+		int n;
+
+		x->down.hbuf = malloc(32);
+		n = x->down.hbuf ? gw_socks5_reply((uint8_t *)x->down.hbuf, 32, rep, NULL) : -1;
+		if (n < 0) {
+			gw_conn_close(c, GW_R_INTERNAL);
+			return;
+		}
+		x->down.hlen = (size_t)n;
+		status = rep;
+	}
+	c->req.status = status;
+	c->req.reason = why;
+	/* 502 and 504 (SOCKS: the dial's replies): allowed, the way failed. */
+	c->req.denied = gw_dial_status(why) != 502 && gw_dial_status(why) != 504;
+	gw_conn_log(c, why);
+	gw_conn_upstream_drop(c);
+	x->deadline_fixed = true;
+	gw_conn_arm(c, HANDSHAKE_MS);
+	c->drain = true;
+	gw_conn_set_state(c, H1X_REFUSE);
 }
 
 /* ---- upstream: our TLS to the origin ---- */
@@ -114,12 +196,15 @@ gw_intercept_upstream(struct gw_h1x *x)
 		p.session_key = NULL;   /* (cannot be: 60 + 253 + 7 bytes) */
 	t = gw_xprt_tls_client_new(c->w->tls_client, &p, err, sizeof(err));
 	if (!t) {
-		gw_log_warnx("forward %s: intercept %s: %s", c->src, x->dest, err);
+		gw_log_warnx("%s %s: intercept %s: %s", c->door->name, c->src, x->dest, err);
 		gw_conn_close(c, GW_R_INTERNAL);
 		return;
 	}
 	gw_xprt_push(&c->up.x, t);
 	x->tls_up = true;
+	/* The origin's handshake and the guest's, within one deadline. */
+	x->deadline_fixed = true;
+	gw_conn_arm(c, HANDSHAKE_MS);
 	gw_conn_set_state(c, H1X_TLS_UP);
 }
 
@@ -132,27 +217,57 @@ up_failed(struct gw_h1x *x)
 	x->up_fail = gw_xprt_tls_verify_result(c->up.x) != 0 ? GW_R_UPSTREAM_CERT_INVALID
 							      : GW_R_UPSTREAM_TLS_FAILED;
 	snprintf(x->up_err, sizeof(x->up_err), "%s", gw_xprt_tls_error(c->up.x));
-	gw_log_info("forward %s: %s:%u: %s: %s", c->src, x->dest, x->dest_port,
+	gw_log_info("%s %s: %s:%u: %s: %s", c->door->name, c->src, x->dest, x->dest_port,
 		    gw_reason_name(x->up_fail), x->up_err);
 	gw_conn_upstream_drop(c);
 	x->u_idle = false;
 }
 
-/* The 200 that opens the guest's side, queued. */
+/* What opens the guest's side, queued: the CONNECT's 200, the SOCKS5
+ * success reply, or nothing (the SNI door's guest is waiting for our
+ * ServerHello already). The up buffer then holds only what the guest sent
+ * after its request: its hello, or the start of it. */
 static int
-queue_established(struct gw_h1x *x)
+queue_opening(struct gw_h1x *x)
 {
 	static const char established[] =
 		"HTTP/1.1 200 Connection established\r\nVia: 1.1 sluice\r\n\r\n";
+	struct gw_conn *c = &x->base;
+	struct sockaddr_storage bound;
+	socklen_t bl = sizeof(bound);
+	int n;
 
 	gw_half_reset(&x->down);
-	x->down.hbuf = malloc(sizeof(established));
-	if (!x->down.hbuf)
-		return -ENOMEM;
-	memcpy(x->down.hbuf, established, sizeof(established) - 1);
-	x->down.hlen = sizeof(established) - 1;
+	switch (x->way) {
+	case GW_WAY_HTTP:
+		x->down.hbuf = malloc(sizeof(established));
+		if (!x->down.hbuf)
+			return -ENOMEM;
+		memcpy(x->down.hbuf, established, sizeof(established) - 1);
+		x->down.hlen = sizeof(established) - 1;
+		c->req.status = 200;
+		x->up.parsed += x->reqh.head_len;
+		x->up.wpos = x->up.fend = x->up.parsed;
+		gw_half_compact(&x->up);
+		break;
+	case GW_WAY_SOCKS5:
+		/* BND.ADDR: the address the gateway connected from. */
+		if (getsockname(c->up.tcp.fd, (struct sockaddr *)&bound, &bl) < 0)
+			memset(&bound, 0, sizeof(bound));
+		if (!(x->down.hbuf = malloc(32)))
+			return -ENOMEM;
+		n = gw_socks5_reply((uint8_t *)x->down.hbuf, 32, GW_SOCKS5_REP_SUCCEEDED,
+				    bound.ss_family ? (struct sockaddr *)&bound : NULL);
+		if (n < 0)
+			return -EINVAL;
+		x->down.hlen = (size_t)n;
+		c->req.status = GW_SOCKS5_REP_SUCCEEDED;
+		break;
+	case GW_WAY_SNI:
+		c->req.status = 200;
+		break;
+	}
 	x->down.hpos = 0;
-	x->base.req.status = 200;
 	return 0;
 }
 
@@ -168,6 +283,13 @@ run_up(struct gw_h1x *x, uint32_t *uev)
 	}
 	if (rc < 0)
 		up_failed(x);
+	/* A SOCKS5 client must wait for our reply: bytes before it would be
+	 * taken for its hello unchecked by the protocol. */
+	if (x->way == GW_WAY_SOCKS5 && !x->intercept && !gw_xprt_quiet(c->cli.x)) {
+		gw_intercept_refuse_early(x, GW_R_BAD_REQUEST, 0,
+					  "bytes after the request before our reply");
+		return true;
+	}
 	if (x->intercept) {
 		/* A new connection for a later request: the guest's TLS is
 		 * ours already. */
@@ -179,15 +301,10 @@ run_up(struct gw_h1x *x, uint32_t *uev)
 		gw_h1x_start_exchange(x);
 		return true;
 	}
-	if (queue_established(x) < 0) {
+	if (queue_opening(x) < 0) {
 		gw_conn_close(c, GW_R_INTERNAL);
 		return false;
 	}
-	/* What the client sent after the CONNECT's head (its hello, maybe
-	 * already) is all the buffer keeps. */
-	x->up.parsed += x->reqh.head_len;
-	x->up.wpos = x->up.fend = x->up.parsed;
-	gw_half_compact(&x->up);
 	gw_conn_set_state(c, H1X_TLS_HELLO);
 	return true;
 }
@@ -240,19 +357,19 @@ run_hello(struct gw_h1x *x, uint32_t *cev)
 	/* A hello without SNI is answered for D; one naming another host is
 	 * refused, as for a tunnel: the guest does not get to pick. */
 	if (r != GW_TLSHELLO_OK && r != GW_TLSHELLO_NO_SNI) {
-		gw_log_info("forward %s: intercept %s: the guest's hello: %s", c->src, x->dest,
+		gw_log_info("%s %s: intercept %s: the guest's hello: %s", c->door->name, c->src, x->dest,
 			    h.msg);
 		gw_conn_close(c, GW_R_TLS_MALFORMED);
 		return false;
 	}
 	if (r == GW_TLSHELLO_OK && strcasecmp(h.sni, x->dest) != 0) {
-		gw_log_info("forward %s: intercept %s: the guest's SNI names %s",
-			    c->src, x->dest, h.sni);
+		gw_log_info("%s %s: intercept %s: the guest's SNI names %s",
+			    c->door->name, c->src, x->dest, h.sni);
 		gw_conn_close(c, GW_R_TLS_SNI_MISMATCH);
 		return false;
 	}
 	if (certs_cache_get(kit.cache, x->dest, &leaf, err, sizeof(err)) < 0) {
-		gw_log_warnx("forward %s: intercept %s: no leaf: %s", c->src, x->dest, err);
+		gw_log_warnx("%s %s: intercept %s: no leaf: %s", c->door->name, c->src, x->dest, err);
 		gw_conn_close(c, GW_R_INTERNAL);
 		return false;
 	}
@@ -272,7 +389,7 @@ run_hello(struct gw_h1x *x, uint32_t *cev)
 	sk_X509_free(chain);
 	X509_free(leaf);
 	if (!t) {
-		gw_log_warnx("forward %s: intercept %s: %s", c->src, x->dest, err);
+		gw_log_warnx("%s %s: intercept %s: %s", c->door->name, c->src, x->dest, err);
 		gw_conn_close(c, GW_R_INTERNAL);
 		return false;
 	}
@@ -297,7 +414,7 @@ run_down(struct gw_h1x *x, uint32_t *cev)
 		enum gw_reason why = alert == 42 || alert == 48 ? GW_R_CLIENT_REJECTED_CERT
 							       : GW_R_CLIENT_TLS_FAILED;
 
-		gw_log_info("forward %s: intercept %s: %s: %s", c->src, x->dest,
+		gw_log_info("%s %s: intercept %s: %s: %s", c->door->name, c->src, x->dest,
 			    gw_reason_name(why), gw_xprt_tls_error(c->cli.x));
 		gw_conn_close(c, why);
 		return false;
@@ -305,6 +422,9 @@ run_down(struct gw_h1x *x, uint32_t *cev)
 	/* The CONNECT's line; each request inside gets its own. */
 	gw_conn_log(c, GW_R_NONE);
 	x->intercept = true;
+	/* The handshake's deadline runs on until the first request's bytes
+	 * start the exchange's own. */
+	x->deadline_fixed = false;
 	if (x->up_fail != GW_R_NONE) {
 		gw_conn_req_begin(c, "-");
 		snprintf(c->req.host, sizeof(c->req.host), "%s", x->dest);

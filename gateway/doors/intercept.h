@@ -13,6 +13,13 @@
  * the guest's TLS: 502 upstream-cert-invalid, nothing of the request sent.
  *
  *   DIALING ──▶ TLS_UP ──▶ TLS_HELLO ──▶ TLS_DOWN ──▶ HEAD ──▶ ... (the exchange)
+ *
+ * Three ways in, one state machine: the forward door's CONNECT, a SOCKS5
+ * CONNECT (the SOCKS5 door hands the connection over once the policy
+ * allowed the request; the success reply is the opening instead of the
+ * 200), and a guest's TCP/443 on a lane's SNI door (handed over after the
+ * hello: D is its server name, the hello is already read, no opening).
+ * Each binds one destination D; the exchange's states are the same.
  */
 #ifndef SLUICE_GW_INTERCEPT_H
 #define SLUICE_GW_INTERCEPT_H
@@ -40,9 +47,24 @@ void gw_intercept_teardown(void);
 int gw_intercept_worker_init(struct gw_worker *w, char *err, size_t errsz);
 void gw_intercept_worker_fini(struct gw_worker *w);
 
+/* True when host:port is to be intercepted for c: its worker can (a CA
+ * is set up) and c's policy lists it under intercept:. */
+bool gw_intercept_wants(const struct gw_conn *c, const char *host, uint16_t port);
+
 /* True when the exchange's CONNECT (c->req.host:port) is to be
  * intercepted on this worker. */
 bool gw_intercept_wanted(struct gw_h1x *x);
+
+/* Hands c, of the SOCKS5 door (way GW_WAY_SOCKS5: its request allowed,
+ * nothing answered yet) or the SNI door (GW_WAY_SNI: pre[0..npre) is what
+ * the guest sent, its ClientHello first), to the intercepting exchange for
+ * D = c->req.host:port, which dials at once. c is gone after the call. */
+void gw_intercept_enter(struct gw_conn *c, enum gw_h1x_way way, const void *pre, size_t npre);
+
+/* A dial for a handed-over connection failed: answered the way's own way
+ * (a SOCKS5 reply; the SNI door's close) and logged. */
+void gw_intercept_refuse_early(struct gw_h1x *x, enum gw_reason why, int err,
+			       const char *detail);
 
 /* A connected upstream for an intercepted destination: puts the TLS client
  * layer on it and enters TLS_UP. */

@@ -28,6 +28,7 @@
 #include "conf.h"
 #include "conn.h"
 #include "dial.h"
+#include "intercept.h"
 #include "lanes.h"
 #include "log.h"
 #include "loop.h"
@@ -176,6 +177,14 @@ sni_hello_done(struct gw_conn *c, const struct gw_tlshello *h)
 	c->req.report_reason = d.reason;
 	/* The dial keeps its own deadlines (DNS, connect). */
 	gw_conn_disarm(c);
+	if (gw_intercept_wants(c, c->req.host, SNI_PORT)) {
+		struct sni_conn *s = gw_conn_door(c, struct sni_conn);
+
+		/* D is the name the hello gave: the intercepting exchange
+		 * dials, then answers the hello it was handed. */
+		gw_intercept_enter(c, GW_WAY_SNI, s->in, s->inlen);
+		return;
+	}
 	gw_conn_set_state(c, SNI_DIALING);
 	gw_conn_watch(c, 0, 0);
 	gw_conn_dial(c, c->req.host, SNI_PORT, sni_dialed);

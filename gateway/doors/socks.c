@@ -27,6 +27,7 @@
 #include "conf.h"
 #include "conn.h"
 #include "dial.h"
+#include "intercept.h"
 #include "lanes.h"
 #include "log.h"
 #include "loop.h"
@@ -236,6 +237,12 @@ socks_request(struct socks_conn *s, const struct gw_socks5_request *req)
 	}
 	c->req.report_only = d.report_only;
 	c->req.report_reason = d.reason;
+	if (gw_intercept_wants(c, c->req.host, c->req.port)) {
+		/* The intercepting exchange dials and answers from here. */
+		gw_conn_disarm(c);
+		gw_intercept_enter(c, GW_WAY_SOCKS5, NULL, 0);
+		return;
+	}
 	gw_conn_set_state(c, SOCKS_DIALING);
 	gw_conn_dial(c, c->req.host, c->req.port, socks_dialed);
 }

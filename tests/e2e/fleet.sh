@@ -33,7 +33,7 @@ F() { ip netns exec "$FLEET" "$@"; }
 
 # --- an HTTPS origin for the transparent SNI door ---------------------------
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-	-subj /CN=origin.test -addext subjectAltName=DNS:origin.test,DNS:other.test \
+	-subj /CN=origin.test -addext subjectAltName=DNS:origin.test,DNS:other.test,DNS:icpt.origin.test \
 	-keyout "$E2E_TMP/tls.key" -out "$E2E_TMP/tls.crt" 2>/dev/null
 cat > "$E2E_TMP/tls.py" <<'PY'
 import http.server, socketserver, ssl, sys
@@ -88,6 +88,7 @@ lanes:
   - name: other
     subnet: 10.88.2.0/24
     doors: { forward: 3128 }
+certs: { upstream_ca: $E2E_TMP/tls.crt }
 pools: []
 tenants:
   - { name: narrow, keys: [k], egress: ["nothing.test"] }
@@ -95,6 +96,7 @@ policies:
   - name: web
     allow: ["origin.test", "*.origin.test", "other.test:80"]
     deny: ["blocked.origin.test"]
+    intercept: ["icpt.origin.test"]
     allow_private: [10.99.0.0/24]
 YAML
 }
@@ -394,6 +396,38 @@ check "transparent http is attributed to the sandbox" logged "door=forward .*cli
 out=$(sbx a -- "${CURL[@]}" --noproxy '*' -k --resolve origin.test:443:203.0.113.9 https://origin.test/ 2>&1 || true)
 check "transparent https, routed by SNI whatever the address ($out)" test "$out" = "hello over tls"
 check "transparent https has an access line" logged "door=sni .*client=a .*origin.test"
+# Interception, the three ways in (issue 18): the guest trusts sluice's CA
+# only, so a page proves the leaf was sluice's; the inner GET's own line
+# proves sluice read the request.
+# (The host template shows the guest none of $E2E_TMP: the CA goes in by
+# argument, to the guest's own /tmp.)
+# with_ca FILE: a command prefix that runs curl in the guest trusting FILE only.
+with_ca() { CA_CURL=(sh -c 'printf "%s\n" "$0" >/tmp/ca.pem && exec "$@" --cacert /tmp/ca.pem' \
+	"$(cat "$1")" "${CURL[@]}"); }
+with_ca "$E2E_TMP/data/ca.pem"
+ICURL=("${CA_CURL[@]}")
+with_ca "$E2E_TMP/tls.crt"
+OCURL=("${CA_CURL[@]}")
+mark
+out=$(sbx a -- "${ICURL[@]}" --noproxy '*' --resolve icpt.origin.test:443:203.0.113.9 https://icpt.origin.test/ 2>&1 || true)
+check "intercepted at the SNI door: a guest trusting only sluice's CA gets the page ($out)" \
+	test "$out" = "hello over tls"
+check "... and the inner request has its line (door=sni, GET, 200)" \
+	logged "door=sni .*client=a .*method=GET host=icpt\.origin\.test .*status=200 "
+check "... a guest trusting only the origin's certificate refuses sluice's leaf (60)" \
+	fails_as 60 'SSL certificate problem' \
+	sbx a -- "${OCURL[@]}" --noproxy '*' \
+	--resolve icpt.origin.test:443:203.0.113.9 https://icpt.origin.test/
+mark
+out=$(sbx a -- "${ICURL[@]}" --socks5-hostname 10.88.1.1:1080 https://icpt.origin.test/ 2>&1 || true)
+check "intercepted through SOCKS5 ($out)" test "$out" = "hello over tls"
+check "... the inner request's line (door=socks, GET, 200)" \
+	logged "door=socks .*client=a .*method=GET host=icpt\.origin\.test .*status=200 "
+mark
+out=$(sbx a --proxy -- "${ICURL[@]}" https://icpt.origin.test/ 2>&1 || true)
+check "intercepted through CONNECT on the lane's forward door ($out)" test "$out" = "hello over tls"
+check "... the inner request's line (door=forward, GET, 200)" \
+	logged "door=forward .*client=a .*method=GET host=icpt\.origin\.test .*status=200 "
 out=$(sbx a --proxy -- env)
 check "the proxy variables are in the guest's environment" \
 	bash -c "grep -qx 'HTTP_PROXY=http://10.88.1.1:3128' <<<\"\$0\" && grep -qx 'all_proxy=socks5h://10.88.1.1:1080' <<<\"\$0\"" "$out"

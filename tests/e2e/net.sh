@@ -134,6 +134,7 @@ ip netns exec "$inet" dnsmasq --conf-file=/dev/null --no-resolv --no-hosts --no-
 	--listen-address=10.99.0.53 --bind-interfaces --local=/test/ \
 	--host-record=origin.test,10.99.0.10 \
 	--host-record=blocked.origin.test,10.99.0.10 \
+	--host-record=icpt.origin.test,10.99.0.10 \
 	--host-record=other.test,10.99.0.10 \
 	--host-record=internal.test,10.99.1.5 \
 	--host-record=meta.test,169.254.169.254 \
