@@ -100,13 +100,15 @@ struct gw_h1x {
 	char u_host[GW_HOST_MAX];
 	uint16_t u_port;
 	int u_client;
+	bool u_tls;                     /* our TLS to the origin */
 
 	size_t linger_left;
 
 	/* intercepting (intercept.h): D, the CONNECT's destination */
 	enum gw_h1x_way way;
 	bool intercept;         /* the guest side is our TLS: requests are D's */
-	bool tls_up;            /* upstreams of this exchange get TLS */
+	bool up_tls;            /* the request under way goes to the origin over
+				 * our TLS (intercepted, or an https:// URL) */
 	char dest[GW_HOST_MAX];
 	uint16_t dest_port;
 	enum gw_reason up_fail; /* the origin's TLS failed: answered after ours */

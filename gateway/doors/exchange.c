@@ -191,13 +191,21 @@ h1x_dialed(struct gw_conn *c, enum gw_reason why, int err, const char *detail)
 	snprintf(x->u_host, sizeof(x->u_host), "%s", c->req.host);
 	x->u_port = c->req.port;
 	x->u_client = c->client_idx;
+	x->u_tls = x->up_tls;
 	gw_timer_cancel(c->w->loop, &c->timer);
 	x->deadline_fixed = false;
 	if (x->is_connect && gw_intercept_wanted(x)) {
 		snprintf(x->dest, sizeof(x->dest), "%s", c->req.host);
 		x->dest_port = c->req.port;
+		x->u_tls = x->up_tls = true;
 		gw_intercept_upstream(x);
-	} else if (x->tls_up) {
+	} else if (x->up_tls) {
+		/* An https:// URL: the origin's name is D for this request
+		 * (inside an intercepted tunnel it is D already). */
+		if (!x->intercept) {
+			snprintf(x->dest, sizeof(x->dest), "%s", c->req.host);
+			x->dest_port = c->req.port;
+		}
 		gw_intercept_upstream(x);
 	} else if (x->is_connect) {
 		h1x_start_tunnel(c, false);
@@ -258,7 +266,8 @@ h1x_request(struct gw_h1x *x)
 
 	/* Keep-alive reuse: same origin, same client identity. */
 	if (c->up.x && x->u_idle && !x->is_connect && x->u_port == c->req.port &&
-	    x->u_client == c->client_idx && strcmp(x->u_host, c->req.host) == 0 &&
+	    x->u_client == c->client_idx && x->u_tls == x->up_tls &&
+	    strcmp(x->u_host, c->req.host) == 0 &&
 	    upstream_fit(c)) {
 		x->u_idle = false;
 		snprintf(c->req.upstream, sizeof(c->req.upstream), "%s", x->u_addr);

@@ -26,6 +26,7 @@
 #include "policy.h"
 #include "reason.h"
 #include "snap.h"
+#include "worker.h"
 
 struct fwd_conn {
 	struct gw_h1x x;
@@ -171,9 +172,12 @@ fwd_route(struct gw_h1x *x)
 			   "not a proxy request: use an absolute URL (http://host/path) or CONNECT");
 		return -1;
 	}
-	if (x->target.scheme == GW_H1_SCHEME_HTTPS) {
+	/* An https:// URL sent in the clear: sluice makes the TLS connection
+	 * to the origin itself (verified as for an intercepted host). */
+	x->up_tls = x->target.scheme == GW_H1_SCHEME_HTTPS;
+	if (x->up_tls && !c->w->tls_client) {
 		gw_h1x_refuse(x, 501, GW_R_UNSUPPORTED,
-			   "https:// URLs are not proxied yet: use CONNECT (curl and browsers do)");
+			   "https:// URLs need sluice's TLS, which is off here: use CONNECT");
 		return -1;
 	}
 	if (gw_host_normalize(x->target.host.p, x->target.host.len, c->req.host, sizeof(c->req.host),

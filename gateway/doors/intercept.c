@@ -201,7 +201,6 @@ gw_intercept_upstream(struct gw_h1x *x)
 		return;
 	}
 	gw_xprt_push(&c->up.x, t);
-	x->tls_up = true;
 	/* The origin's handshake and the guest's, within one deadline. */
 	x->deadline_fixed = true;
 	gw_conn_arm(c, HANDSHAKE_MS);
@@ -290,9 +289,9 @@ run_up(struct gw_h1x *x, uint32_t *uev)
 					  "bytes after the request before our reply");
 		return true;
 	}
-	if (x->intercept) {
-		/* A new connection for a later request: the guest's TLS is
-		 * ours already. */
+	if (x->intercept || !x->is_connect) {
+		/* A new connection for a later request (the guest's TLS is
+		 * ours already), or for an https:// URL sent in the clear. */
 		if (x->up_fail != GW_R_NONE) {
 			gw_h1x_refuse(x, 502, x->up_fail, "%s:%u: %s", x->dest, x->dest_port,
 				      x->up_err);
@@ -437,6 +436,7 @@ run_down(struct gw_h1x *x, uint32_t *cev)
 	snprintf(x->u_host, sizeof(x->u_host), "%s", x->dest);
 	x->u_port = x->dest_port;
 	x->u_client = c->client_idx;
+	x->u_tls = true;
 	snprintf(x->u_addr, sizeof(x->u_addr), "%s", c->req.upstream);
 	gw_h1_parser_init(&x->parser, GW_H1_REQUEST, gw_conn_gateway(c)->max_header_bytes);
 	gw_conn_set_state(c, H1X_HEAD);
@@ -498,6 +498,7 @@ gw_intercept_route(struct gw_h1x *x)
 	}
 	snprintf(c->req.host, sizeof(c->req.host), "%s", x->dest);
 	c->req.port = x->dest_port;
+	x->up_tls = true;
 	x->target.port_explicit = x->dest_port != 443;
 	x->target.port = x->dest_port;
 	return gw_h1x_check_host(x);

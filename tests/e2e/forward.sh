@@ -321,12 +321,14 @@ refused "Content-Length with Transfer-Encoding (smuggling)" 400 bad-request
 get -H "X-Big: $(head -c 9000 /dev/zero | tr '\0' a)" "http://origin.test/?m=bighead"
 refused "a head over max_header_bytes (8192)" 431 header-too-large
 MARKERS+=(userinfo smuggle bighead)
-printf 'GET https://origin.test/?m=https501 HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n' |
+# An https:// URL is fetched over sluice's own TLS: never in the clear,
+# even to a port that speaks only HTTP.
+printf 'GET https://origin.test:80/?m=httpsclear HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n' |
 	raw 127.0.0.1 || true
-refused "an absolute-form https:// request (not proxied: use CONNECT)" 501 unsupported
-check "access log: the 501's line" logged \
-	"${A}client=[^ ]+ src=127\.0\.0\.1:[0-9]+ .*method=GET .*decision=deny reason=unsupported upstream=- status=501 "
-MARKERS+=(https501)
+refused "an absolute-form https:// URL to a port without TLS (sluice's TLS fails)" 502 upstream-tls-failed
+check "access log: the 502's line" logged \
+	"${A}client=[^ ]+ src=127\.0\.0\.1:[0-9]+ .*method=GET .*decision=allow reason=upstream-tls-failed upstream=10\.99\.0\.10:80 status=502 "
+MARKERS+=(httpsclear)
 
 get "http://nosuch.test/"
 refused "an unknown name" 502 dns-nxdomain

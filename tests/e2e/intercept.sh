@@ -246,6 +246,46 @@ check "a self-signed origin: 502 upstream-cert-invalid" \
 	eval '[[ $OUT == *"HTTP/1.1 502"* && $OUT == *"Sluice-Reason: upstream-cert-invalid"* ]]'
 check "no request reached either origin" eval '! grep -Eq "m=(wrongname|self)" "$NGLOG"'
 
+# --- absolute-form https:// URLs: sluice makes the TLS connection itself ---------------
+# abs URL...: the URLs as absolute-form GETs on one connection to the
+# forward door, in the clear; prints each response's status, Sluice-Reason
+# and body length.
+cat >"$E2E_TMP/abs.py" <<'PYEOF'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+f = s.makefile("rb")
+for url in sys.argv[1:]:
+    host = url.split("/")[2]
+    s.sendall(f"GET {url} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    status = f.readline().decode().strip()
+    n, why = 0, ""
+    while True:
+        h = f.readline().decode().strip()
+        if not h:
+            break
+        k, v = h.split(":", 1)
+        if k.lower() == "content-length":
+            n = int(v)
+        if k.lower() == "sluice-reason":
+            why = v.strip()
+    body = f.read(n)
+    print(status, why or "-", len(body))
+    if why:
+        break
+PYEOF
+n0=$(wc -l <"$NGLOG")
+OUT=$(G "$PY" "$E2E_TMP/abs.py" https://origin.test/1k?m=abs1 https://origin.test/1k?m=abs2 2>&1 || true)
+check "absolute-form https://: two GETs on one connection, 200 and 1 KiB each ($OUT)" \
+	eval '[ "$OUT" = "HTTP/1.1 200 OK - 1024
+HTTP/1.1 200 OK - 1024" ]'
+check "... over one TLS connection to the origin, SNI origin.test" eval \
+	'[ "$(tail -n +$((n0 + 1)) "$NGLOG" | grep -E "m=abs[12]" | grep -c " origin.test \"GET /1k")" = 2 ] &&
+	 [ "$(tail -n +$((n0 + 1)) "$NGLOG" | grep -E "m=abs[12]" | cut -d" " -f1 | sort -u | wc -l)" = 1 ]'
+OUT=$(G "$PY" "$E2E_TMP/abs.py" https://wrong.test/?m=abswrong 2>&1 || true)
+check "... an origin with the wrong name's certificate: 502 upstream-cert-invalid ($OUT)" \
+	eval '[[ $OUT == "HTTP/1.1 502 Bad Gateway upstream-cert-invalid "* ]]'
+check "... which it never reached" eval '! grep -q "m=abswrong" "$NGLOG"'
+
 check "the daemon is alive" kill -0 "$PID"
 check "the CA key never reached the log" eval '! grep -q "PRIVATE KEY" "$LOG"'
 kill -TERM "$PID"
