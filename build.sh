@@ -11,7 +11,8 @@ PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev
   libcmocka-dev libjansson-dev"
 PKGS_TEST="curl wget git python3 iproute2 procps nftables nginx-light openssl util-linux
   dnsmasq-base nghttp2-client busybox-static netcat-openbsd openssh-client
-  qemu-system-x86 erofs-utils cpio kmod xz-utils zstd lz4"
+  qemu-system-x86 erofs-utils cpio kmod xz-utils zstd lz4
+  python3-requests python3-socks nodejs npm"
 # Only ./build.sh bench installs these: the proxies sluice is compared with.
 PKGS_BENCH="wrk tinyproxy squid microsocks dante-server"
 
@@ -20,9 +21,15 @@ say() { printf '==> %s\n' "$*"; }
 # cmd_deps [PACKAGE...]: the build and test packages, plus any named.
 cmd_deps() {
 	local missing=()
+	local provided
+	# What installed packages provide counts too (NodeSource's nodejs
+	# provides, and conflicts with, Debian's npm).
+	provided=" $(dpkg-query -W -f='${db:Status-Abbrev}${Provides}\n' 2>/dev/null |
+		sed -n 's/^ii *//p' | tr -s ', ' '\n\n' | grep -v '^[(=<>]' |
+		sed 's/[:(].*//' | tr '\n' ' ') "
 	for p in $PKGS_BUILD $PKGS_TEST "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
-			missing+=("$p")
+			[[ $provided == *" $p "* ]] || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	say "installing ${missing[*]}"
