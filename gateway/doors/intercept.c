@@ -358,7 +358,7 @@ run_hello(struct gw_h1x *x, uint32_t *cev)
 	if (r != GW_TLSHELLO_OK && r != GW_TLSHELLO_NO_SNI) {
 		gw_log_info("%s %s: intercept %s: the guest's hello: %s", c->door->name, c->src, x->dest,
 			    h.msg);
-		gw_conn_close(c, GW_R_TLS_MALFORMED);
+		gw_conn_close(c, gw_tlshello_reason(r));
 		return false;
 	}
 	if (r == GW_TLSHELLO_OK && strcasecmp(h.sni, x->dest) != 0) {

@@ -104,29 +104,6 @@ sni_refuse(struct gw_conn *c, unsigned status, enum gw_reason why, const char *f
 
 /* ---- the hello ---- */
 
-static enum gw_reason
-hello_reason(enum gw_tlshello_result r)
-{
-	switch (r) {
-	case GW_TLSHELLO_NOT_TLS:
-		return GW_R_TLS_NOT_TLS;
-	case GW_TLSHELLO_NOT_CLIENT_HELLO:
-		return GW_R_TLS_NOT_CLIENT_HELLO;
-	case GW_TLSHELLO_NO_SNI:
-		return GW_R_TLS_NO_SNI;
-	case GW_TLSHELLO_BAD_SNI:
-		return GW_R_TLS_BAD_SNI;
-	case GW_TLSHELLO_FRAGMENTED:
-		return GW_R_TLS_FRAGMENTED;
-	case GW_TLSHELLO_TOO_BIG:
-		return GW_R_TLS_TOO_BIG;
-	case GW_TLSHELLO_MALFORMED:
-		return GW_R_TLS_MALFORMED;
-	default:
-		return GW_R_INTERNAL;
-	}
-}
-
 static void
 sni_dialed(struct gw_conn *c, enum gw_reason why, int err, const char *detail)
 {
@@ -222,11 +199,11 @@ sni_read(struct sni_conn *s)
 			return;
 		}
 		if (r == GW_TLSHELLO_NO_SNI || r == GW_TLSHELLO_NOT_TLS) {
-			sni_refuse(c, 0, hello_reason(r), "%s", h.msg);
+			sni_refuse(c, 0, gw_tlshello_reason(r), "%s", h.msg);
 			return;
 		}
 		if (r != GW_TLSHELLO_NEED_MORE) {
-			sni_refuse(c, 0, hello_reason(r), "%s, at byte %zu", h.msg, h.at);
+			sni_refuse(c, 0, gw_tlshello_reason(r), "%s, at byte %zu", h.msg, h.at);
 			return;
 		}
 		/* NEED_MORE always wants at most SNI_IN bytes (the record

@@ -371,3 +371,26 @@ gw_tlshello_parse(const uint8_t *in, size_t len, size_t max_record, struct gw_tl
 	}
 	return rc;
 }
+
+enum gw_reason
+gw_tlshello_reason(enum gw_tlshello_result r)
+{
+	switch (r) {
+	case GW_TLSHELLO_NOT_TLS:
+		return GW_R_TLS_NOT_TLS;
+	case GW_TLSHELLO_NOT_CLIENT_HELLO:
+		return GW_R_TLS_NOT_CLIENT_HELLO;
+	case GW_TLSHELLO_NO_SNI:
+		return GW_R_TLS_NO_SNI;
+	case GW_TLSHELLO_BAD_SNI:
+		return GW_R_TLS_BAD_SNI;
+	case GW_TLSHELLO_FRAGMENTED:
+		return GW_R_TLS_FRAGMENTED;
+	case GW_TLSHELLO_TOO_BIG:
+		return GW_R_TLS_TOO_BIG;
+	case GW_TLSHELLO_MALFORMED:
+		return GW_R_TLS_MALFORMED;
+	default:
+		return GW_R_INTERNAL;
+	}
+}

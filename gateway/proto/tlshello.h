@@ -47,6 +47,7 @@
 #ifndef SLUICE_GW_TLSHELLO_H
 #define SLUICE_GW_TLSHELLO_H
 
+#include "reason-t.h"
 #include "tlshello-t.h"
 
 /* Reads the ClientHello at in[0..len) (in may be NULL when len is 0).
@@ -59,5 +60,9 @@ enum gw_tlshello_result gw_tlshello_parse(const uint8_t *in, size_t len, size_t 
 
 /* "need-more", "ok", "no-sni", ...; "?" out of range. */
 const char *gw_tlshello_result_name(enum gw_tlshello_result r);
+
+/* The reason a refusal of a hello that came out as r gives (tls-not-tls,
+ * tls-no-sni, tls-malformed, ...); GW_R_INTERNAL for OK and NEED_MORE. */
+enum gw_reason gw_tlshello_reason(enum gw_tlshello_result r);
 
 #endif
