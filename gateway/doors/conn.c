@@ -410,6 +410,15 @@ gw_conn_upstream_drop(struct gw_conn *c)
 }
 
 void
+gw_conn_tunnel_gate(struct gw_conn *c)
+{
+	struct sockaddr_storage ss;
+
+	if (gw_addr_parse_literal(c->req.host, strlen(c->req.host), &ss) == 0)
+		gw_tunnel_gate_sni(&c->tun, c->req.host);
+}
+
+void
 gw_conn_tunnel_start(struct gw_conn *c)
 {
 	gw_tunnel_init(&c->tun, c->cli.x, c->up.x, c->w->use_splice);
@@ -425,6 +434,14 @@ gw_conn_tunnel_run(struct gw_conn *c)
 	enum gw_tunnel_status ts = gw_tunnel_run(&c->tun, &cev, &uev, &moved);
 
 	if (ts != GW_TUNNEL_RUNNING) {
+		if (c->tun.refused) {
+			/* The hello gate: the guest's first record named
+			 * another host, or could not be read strictly. */
+			gw_log_info("%s %s: %s:%u: %s: the guest's hello names %s", c->door->name,
+				    c->src, c->req.host, c->req.port, gw_reason_name(c->tun.reason),
+				    c->tun.seen);
+			c->req.denied = true;
+		}
 		gw_conn_close(c, ts == GW_TUNNEL_DONE ? GW_R_NONE : c->tun.reason);
 		return false;
 	}

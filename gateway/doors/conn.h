@@ -67,6 +67,12 @@ void gw_conn_upstream_drop(struct gw_conn *c);
  * with gw_tunnel_preload(&c->tun, ...). */
 void gw_conn_tunnel_start(struct gw_conn *c);
 
+/* After gw_conn_tunnel_start(), for a tunnel to c->req.host named by the
+ * client (CONNECT, SOCKS5): when the host is a name, the guest's
+ * ClientHello, if it sends one first, must name it (gw_tunnel_gate_sni();
+ * a refusal is logged and ends the tunnel as denied). */
+void gw_conn_tunnel_gate(struct gw_conn *c);
+
 /* Moves tunnel bytes, rearms the idle timer on progress, sets the watches,
  * and ends the connection when both directions are done or one fails.
  * Returns false when c ended. */

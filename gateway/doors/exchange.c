@@ -452,6 +452,7 @@ h1x_start_tunnel(struct gw_conn *c, bool upgrade)
 					up->len - up->wpos, false);
 	} else {
 		c->req.status = 200;
+		gw_conn_tunnel_gate(c);
 		rc |= gw_tunnel_preload(&c->tun, GW_TUNNEL_U2C, established,
 					sizeof(established) - 1, false);
 		/* Bytes the client sent right after CONNECT (a TLS hello). */

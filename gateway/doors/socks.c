@@ -187,6 +187,7 @@ socks_dialed(struct gw_conn *c, enum gw_reason why, int err, const char *detail)
 	gw_conn_disarm(c);
 	/* The success reply goes out through the tunnel, first. */
 	gw_conn_tunnel_start(c);
+	gw_conn_tunnel_gate(c);
 	gw_conn_set_state(c, SOCKS_TUNNEL);
 	if (n < 0 || gw_tunnel_preload(&c->tun, GW_TUNNEL_U2C, (const char *)s->out, (size_t)n,
 				       false) < 0) {

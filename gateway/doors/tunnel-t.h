@@ -38,6 +38,9 @@ struct gw_tunnel_dir {
 	bool shut;              /* `to` was shut down for writing */
 	bool want_in;           /* blocked reading `from` */
 	bool want_out;          /* blocked writing `to` */
+	/* The hello gate (client to upstream only): nothing is written until
+	 * the first record is read whole; a ClientHello must name `gate`. */
+	const char *gate;
 };
 
 enum gw_tunnel_status {
@@ -49,6 +52,8 @@ enum gw_tunnel_status {
 struct gw_tunnel {
 	struct gw_tunnel_dir dir[2];
 	enum gw_reason reason;
+	bool refused;           /* the gate refused: reason says why */
+	char seen[256];         /* the server name the gate refused */
 };
 
 #endif

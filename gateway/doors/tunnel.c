@@ -1,13 +1,16 @@
 /* tunnel.c: one relay routine, parameterised by direction. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "metrics.h"
+#include "tlshello.h"
 #include "tunnel.h"
 #include "xprt.h"
 
@@ -94,6 +97,47 @@ gw_tunnel_preload(struct gw_tunnel *t, enum gw_tunnel_side side, const char *p, 
 	return 0;
 }
 
+void
+gw_tunnel_gate_sni(struct gw_tunnel *t, const char *host)
+{
+	t->dir[GW_TUNNEL_C2U].gate = host;
+}
+
+/* The gate's word on what was read so far: 1 open (the gate is gone), 0
+ * more is needed, -1 refused (t->reason, t->refused). */
+static int
+dir_gate(struct gw_tunnel *t, struct gw_tunnel_dir *d)
+{
+	struct gw_tlshello h;
+	enum gw_tlshello_result r;
+
+	if (d->start == d->end)
+		return 0;
+	r = gw_tlshello_parse((const uint8_t *)d->buf + d->start, d->end - d->start,
+			      GW_TUNNEL_BUF - GW_TLSHELLO_HEADER, &h);
+	switch (r) {
+	case GW_TLSHELLO_NEED_MORE:
+		return 0;
+	case GW_TLSHELLO_NOT_TLS:
+	case GW_TLSHELLO_NO_SNI:
+		break;
+	case GW_TLSHELLO_OK:
+		if (strcasecmp(h.sni, d->gate) == 0)
+			break;
+		snprintf(t->seen, sizeof(t->seen), "%s", h.sni);
+		t->reason = GW_R_TLS_SNI_MISMATCH;
+		t->refused = true;
+		return -1;
+	default:
+		snprintf(t->seen, sizeof(t->seen), "(%s)", h.msg);
+		t->reason = gw_tlshello_reason(r);
+		t->refused = true;
+		return -1;
+	}
+	d->gate = NULL;
+	return 1;
+}
+
 uint64_t
 gw_tunnel_bytes(const struct gw_tunnel *t, enum gw_tunnel_side side)
 {
@@ -132,8 +176,22 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 			return moved;
 		}
 
+		/* 0. The gate holds everything until the first record is
+		 * whole. */
+		if (d->gate) {
+			int g = dir_gate(t, d);
+
+			if (g < 0)
+				return -1;
+			if (g == 0 && d->eof) {
+				/* The client gave up before its record was
+				 * whole: none of it goes anywhere. */
+				t->reason = GW_R_CLIENT_CLOSED;
+				return -1;
+			}
+		}
 		/* 1. Bytes in user space go first, in order. */
-		if (d->start < d->end) {
+		if (d->start < d->end && !d->gate) {
 			n = gw_xprt_send(d->to, d->buf + d->start, d->end - d->start);
 			if (n < 0) {
 				if (n == -EAGAIN) {
@@ -172,7 +230,7 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 			continue;
 		}
 		/* 3. Everything read was delivered: pass EOF on. */
-		if (d->eof) {
+		if (d->eof && !d->gate) {
 			if (!d->shut) {
 				gw_xprt_shutdown(d->to);
 				d->shut = true;
@@ -197,9 +255,16 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 				t->reason = GW_R_INTERNAL;
 				return -1;
 			}
-			n = gw_xprt_recv(d->from, d->buf, GW_TUNNEL_BUF);
+			/* (Gated, the buffer may hold the record's start; the
+			 * reader refuses a record the buffer cannot hold, so it
+			 * is never full here.) */
+			if (d->end == GW_TUNNEL_BUF) {
+				t->reason = GW_R_INTERNAL;
+				return -1;
+			}
+			n = gw_xprt_recv(d->from, d->buf + d->end, GW_TUNNEL_BUF - d->end);
 			if (n > 0)
-				d->end = (size_t)n;
+				d->end += (size_t)n;
 			else if (n < 0)
 				errno = (int)-n;
 		}

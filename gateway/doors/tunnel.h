@@ -23,6 +23,15 @@ void gw_tunnel_init(struct gw_tunnel *t, struct gw_xprt *client, struct gw_xprt 
 int gw_tunnel_preload(struct gw_tunnel *t, enum gw_tunnel_side side,
 		      const char *p, size_t n, bool counted);
 
+/* Gates the client's first bytes (RFC 8446's ClientHello, when they are
+ * one): nothing goes upstream until the first record is whole; a hello
+ * whose server name is not `host` (borrowed, for the tunnel's life) ends
+ * the tunnel with tls-sni-mismatch, one the reader cannot take strictly
+ * with its reason (tls-malformed, ...), t->refused set either way. Bytes
+ * that are not TLS, and a hello without a server name, pass. The upstream's
+ * bytes flow meanwhile (server-first protocols). */
+void gw_tunnel_gate_sni(struct gw_tunnel *t, const char *host);
+
 /* The bytes delivered in direction side, less those preloaded as counted. */
 uint64_t gw_tunnel_bytes(const struct gw_tunnel *t, enum gw_tunnel_side side);
 

@@ -231,8 +231,36 @@ mark
 OUT=$(inner origin.test "GET /?m=sni HTTP/1.1" other.test)
 check "an SNI other than D is refused: the handshake fails ($OUT)" eval '[[ $OUT == closed:* ]]'
 check "... logged as tls-sni-mismatch" logged "reason=tls-sni-mismatch"
+# A plain tunnel (plain.test is not intercepted) gates the hello too: it
+# must name the CONNECT's host.
+cat >"$E2E_TMP/tunnel_sni.py" <<'PYEOF'
+import socket, ssl, sys
+ca, target, sni, q = sys.argv[1:5]
+s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+ctx = ssl.create_default_context(cafile=ca)
+ctx.check_hostname = False
+try:
+    t = ctx.wrap_socket(s, server_hostname=sni)
+    t.sendall(f"GET /?m={q} HTTP/1.1\r\nHost: {sni}\r\nConnection: close\r\n\r\n".encode())
+    print(t.recv(100).split(b"\r\n")[0].decode())
+except (ssl.SSLError, OSError) as e:
+    print("closed:", type(e).__name__)
+PYEOF
+mark
+OUT=$(G "$PY" "$E2E_TMP/tunnel_sni.py" "$PKI/ca.pem" plain.test:443 other.test tunsni 2>&1)
+check "a plain tunnel to plain.test whose hello names other.test: closed before the origin ($OUT)" \
+	eval '[[ $OUT == closed:* ]]'
+check "... logged as tls-sni-mismatch, denied" \
+	logged "door=forward .*method=CONNECT host=plain.test .*decision=deny reason=tls-sni-mismatch"
+check "... with a line naming the hello's host" logged "plain.test:443: tls-sni-mismatch: the guest's hello names other.test"
+OUT=$(G "$PY" "$E2E_TMP/tunnel_sni.py" "$PKI/ca.pem" plain.test:443 plain.test tunok 2>&1)
+check "... the same tunnel with the right name passes ($OUT)" eval '[[ $OUT == "HTTP/1.1 200 OK" ]]'
 check "none of the refused requests reached the origin" \
-	eval '! tail -n +$((n0 + 1)) "$NGLOG" | grep -Eq "m=(hostmismatch|portmismatch|trace|sni)"'
+	eval '! tail -n +$((n0 + 1)) "$NGLOG" | grep -Eq "m=(hostmismatch|portmismatch|trace|sni|tunsni)"'
 check "the allowed one did" eval 'tail -n +$((n0 + 1)) "$NGLOG" | grep -q "m=ok"'
 
 # --- origins whose certificate fails ------------------------------------------------------
