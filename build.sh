@@ -14,7 +14,9 @@ PKGS_TEST="curl wget git python3 iproute2 procps nftables nginx-light openssl ut
   qemu-system-x86 erofs-utils cpio kmod xz-utils zstd lz4
   python3-requests python3-socks nodejs npm"
 # Only ./build.sh bench installs these: the proxies sluice is compared with.
-PKGS_BENCH="wrk tinyproxy squid microsocks dante-server"
+# squid-openssl is squid built with TLS (ssl-bump, security_file_certgen);
+# it replaces the squid package (they conflict) and serves forward.sh too.
+PKGS_BENCH="wrk tinyproxy squid-openssl microsocks dante-server mitmproxy privoxy"
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -183,7 +185,8 @@ usage: ./build.sh COMMAND
          images into build/vm/ (sandbox/vm/mkimage.sh, as root)
   test   deps, build, unit tests, unit tests under ASan+UBSan, end-to-end tests
   run    deps, build, run sluiced in the foreground on conf/sluice.yaml
-  bench  deps (with wrk, tinyproxy, squid), build, run every bench/*.sh
+  bench  deps (with the peers: wrk, tinyproxy, squid, mitmproxy, ...), build,
+         run every bench/*.sh
   fuzz   run every libFuzzer target for FUZZ_SECONDS (default 60) each
 HELP
 }
