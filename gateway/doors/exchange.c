@@ -244,6 +244,10 @@ h1x_request(struct gw_h1x *x)
 	method[mlen] = '\0';
 	gw_conn_req_begin(c, method);
 	x->is_connect = x->reqh.method_id == GW_H1_M_CONNECT;
+	/* A CONNECT's mode is known when its tunnel or interception starts. */
+	c->req.mode = x->intercept    ? GW_MODE_INTERCEPT
+		      : x->is_connect ? GW_MODE_NONE
+				      : GW_MODE_HTTP;
 	c->req.bytes_in = x->reqh.head_len;
 	x->down.out = 0;
 	x->head_timed = false;

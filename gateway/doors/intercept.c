@@ -120,6 +120,7 @@ gw_intercept_upstream(struct gw_h1x *x)
 	}
 	gw_xprt_push(&c->up.x, t);
 	x->tls_up = true;
+	c->req.mode = GW_MODE_INTERCEPT;
 	gw_conn_set_state(c, H1X_TLS_UP);
 }
 
@@ -134,6 +135,7 @@ up_failed(struct gw_h1x *x)
 	snprintf(x->up_err, sizeof(x->up_err), "%s", gw_xprt_tls_error(c->up.x));
 	gw_log_info("forward %s: %s:%u: %s: %s", c->src, x->dest, x->dest_port,
 		    gw_reason_name(x->up_fail), x->up_err);
+	gw_conn_tls_handshake(c, true, x->up_fail);
 	gw_conn_upstream_drop(c);
 	x->u_idle = false;
 }
@@ -168,6 +170,8 @@ run_up(struct gw_h1x *x, uint32_t *uev)
 	}
 	if (rc < 0)
 		up_failed(x);
+	else
+		gw_conn_tls_handshake(c, true, GW_R_NONE);
 	if (x->intercept) {
 		/* A new connection for a later request: the guest's TLS is
 		 * ours already. */
@@ -245,6 +249,7 @@ run_hello(struct gw_h1x *x, uint32_t *cev)
 		gw_conn_close(c, GW_R_TLS_MALFORMED);
 		return false;
 	}
+	snprintf(c->req.sni, sizeof(c->req.sni), "%s", h.sni);
 	if (r == GW_TLSHELLO_OK && strcasecmp(h.sni, x->dest) != 0) {
 		gw_log_info("forward %s: intercept %s: the guest's SNI names %s",
 			    c->src, x->dest, h.sni);
@@ -299,9 +304,11 @@ run_down(struct gw_h1x *x, uint32_t *cev)
 
 		gw_log_info("forward %s: intercept %s: %s: %s", c->src, x->dest,
 			    gw_reason_name(why), gw_xprt_tls_error(c->cli.x));
+		gw_conn_tls_handshake(c, false, why);
 		gw_conn_close(c, why);
 		return false;
 	}
+	gw_conn_tls_handshake(c, false, GW_R_NONE);
 	/* The CONNECT's line; each request inside gets its own. */
 	gw_conn_log(c, GW_R_NONE);
 	x->intercept = true;
