@@ -27,6 +27,7 @@
 #include "log.h"
 #include "loop.h"
 #include "manager.h"
+#include "metrics.h"
 #include "snap.h"
 #include "worker.h"
 
@@ -310,6 +311,24 @@ on_signal(struct gw_loop *l, int signo, void *arg)
 	}
 }
 
+/* The leaf cache's counters for /metrics (certs/ has them, core/ shows
+ * them). Any thread: certs_cache_stats() takes the cache's lock. */
+static void
+leaves_stats(void *arg, struct gw_metrics_leaves *out)
+{
+	struct certs_cache_stats st;
+
+	certs_cache_stats(arg, &st);
+	*out = (struct gw_metrics_leaves){
+		.hits = st.hits,
+		.misses = st.misses,
+		.evictions = st.evictions,
+		.mints = st.mints,
+		.mint_failures = st.mint_failures,
+		.entries = st.entries,
+	};
+}
+
 int
 main(int argc, char **argv)
 {
@@ -422,6 +441,7 @@ main(int argc, char **argv)
 				rc = -EINVAL;
 				goto out;
 			}
+			gw_metrics_leaves_source(leaves_stats, dm.leaves);
 		}
 		/* The fleet first: the lane doors listen inside it. The
 		 * fleet keeps the configuration it started with (lanes
@@ -504,6 +524,7 @@ out:
 	 * the operator asked for a teardown on a clean exit. */
 	gw_fleet_close(dm.fleet, rc >= 0 && dm.conf->daemon.fleet_teardown);
 	gw_intercept_teardown();
+	gw_metrics_leaves_source(NULL, NULL);
 	certs_cache_free(dm.leaves);
 	if (dm.signer && certs_signer_stop(dm.signer) < 0)
 		gw_log_warnx("certs: the signer did not end cleanly");

@@ -284,6 +284,100 @@ gw_metrics_tunnel_relayed(const uint64_t bytes[GW_RELAY__COUNT])
 			atomic_fetch_add_explicit(&relay_bytes[m], bytes[m], memory_order_relaxed);
 }
 
+/* ---- TLS -------------------------------------------------------------- */
+
+static _Atomic uint64_t tls_hs[2][GW_TLS_HS__COUNT]; /* [upstream][result] */
+static _Atomic uint64_t tls_resumed;
+static const char *const tls_side_names[2] = {"guest", "upstream"};
+static const char *const tls_hs_names[2][GW_TLS_HS__COUNT] = {
+    {"ok", "failed", "client-rejected-cert"},
+    {"ok", "failed", "upstream-cert-invalid"},
+};
+
+void
+gw_metrics_tls_handshake(bool upstream, enum gw_reason why, bool resumed)
+{
+	enum gw_tls_hs_result r = GW_TLS_HS_FAILED;
+
+	if (why == GW_R_NONE)
+		r = GW_TLS_HS_OK;
+	else if (why == (upstream ? GW_R_UPSTREAM_CERT_INVALID : GW_R_CLIENT_REJECTED_CERT))
+		r = GW_TLS_HS_CERT;
+	atomic_fetch_add_explicit(&tls_hs[upstream][r], 1, memory_order_relaxed);
+	if (upstream && r == GW_TLS_HS_OK && resumed)
+		atomic_fetch_add_explicit(&tls_resumed, 1, memory_order_relaxed);
+}
+
+uint64_t
+gw_metrics_tls_handshakes(bool upstream, enum gw_tls_hs_result r)
+{
+	if ((unsigned)r >= GW_TLS_HS__COUNT)
+		return 0;
+	return atomic_load_explicit(&tls_hs[upstream][r], memory_order_relaxed);
+}
+
+uint64_t
+gw_metrics_tls_resumed(void)
+{
+	return atomic_load_explicit(&tls_resumed, memory_order_relaxed);
+}
+
+static gw_metrics_leaves_fn leaves_fn;
+static void *leaves_arg;
+
+void
+gw_metrics_leaves_source(gw_metrics_leaves_fn fn, void *arg)
+{
+	leaves_fn = fn;
+	leaves_arg = arg;
+}
+
+/* One family of one unlabelled sample. */
+static void
+render_one(struct gw_mbuf *b, const char *name, const char *type, const char *help, uint64_t v)
+{
+	gw_metrics_family(b, name, type, help);
+	gw_mbuf_printf(b, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void
+render_tls(struct gw_mbuf *b)
+{
+	struct gw_metrics_leaves lv = {0};
+
+	gw_metrics_family(b, "sluice_tls_handshakes_total", "counter",
+	                  "TLS handshakes of the intercepting door that ended, by side (guest: "
+	                  "the guest's with sluice; upstream: sluice's with the origin) and "
+	                  "result (ok; client-rejected-cert: the guest refused the leaf; "
+	                  "upstream-cert-invalid: the origin's certificate failed "
+	                  "verification; failed: any other failure).");
+	for (size_t u = 0; u < 2; u++)
+		for (size_t r = 0; r < GW_TLS_HS__COUNT; r++)
+			gw_mbuf_printf(b, "sluice_tls_handshakes_total{side=\"%s\",result=\"%s\"} %llu\n",
+			               tls_side_names[u], tls_hs_names[u][r],
+			               (unsigned long long)atomic_load_explicit(&tls_hs[u][r],
+			                                                        memory_order_relaxed));
+	render_one(b, "sluice_tls_sessions_resumed_total", "counter",
+	           "Upstream TLS handshakes that resumed a cached session (counted in "
+	           "sluice_tls_handshakes_total{side=\"upstream\",result=\"ok\"} too).",
+	           atomic_load_explicit(&tls_resumed, memory_order_relaxed));
+
+	if (leaves_fn)
+		leaves_fn(leaves_arg, &lv);
+	render_one(b, "sluice_leaf_cache_hits_total", "counter",
+	           "Leaf certificates served from the cache.", lv.hits);
+	render_one(b, "sluice_leaf_cache_misses_total", "counter",
+	           "Leaf lookups the cache could not serve (not cached, or due for renewal): "
+	           "each started a mint.", lv.misses);
+	render_one(b, "sluice_leaf_cache_evictions_total", "counter",
+	           "Leaves dropped from the cache to stay within certs.cache_size.", lv.evictions);
+	render_one(b, "sluice_leaf_cache_entries", "gauge", "Leaves in the cache now.", lv.entries);
+	render_one(b, "sluice_leaf_mints_total", "counter",
+	           "Leaf certificates asked of the CA's signer.", lv.mints);
+	render_one(b, "sluice_leaf_mint_failures_total", "counter",
+	           "Leaf mints that failed.", lv.mint_failures);
+}
+
 /* ---- the process ------------------------------------------------------ */
 
 static struct timespec start_time;
@@ -346,6 +440,8 @@ gw_metrics_render(struct gw_mbuf *b)
 		gw_mbuf_printf(
 		    b, "sluice_tunnel_relay_bytes_total{mode=\"%s\"} %llu\n", relay_names[m],
 		    (unsigned long long)atomic_load_explicit(&relay_bytes[m], memory_order_relaxed));
+
+	render_tls(b);
 
 	gw_metrics_family(b, "sluice_process_start_time_seconds", "gauge",
 	                  "Start time of the process since the Unix epoch in seconds.");

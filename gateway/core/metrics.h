@@ -102,9 +102,51 @@ enum gw_relay_mode {
  * from gw_tunnel_run(). Any thread; zeros are free. */
 void gw_metrics_tunnel_relayed(const uint64_t bytes[GW_RELAY__COUNT]);
 
+/* ---- TLS (the intercepting door) ---------------------------------------- */
+
+/* How a TLS handshake of ours ended, by side (sluice_tls_handshakes_total):
+ * ok; the peer refused our certificate (guest side: the guest refused the
+ * leaf, client-rejected-cert) or the origin's certificate failed
+ * verification (upstream side: upstream-cert-invalid); failed otherwise. */
+enum gw_tls_hs_result {
+	GW_TLS_HS_OK = 0,
+	GW_TLS_HS_FAILED,
+	GW_TLS_HS_CERT, /* client-rejected-cert, or upstream-cert-invalid */
+	GW_TLS_HS__COUNT
+};
+
+/* Counts one handshake that ended (upstream: ours to an origin; else the
+ * guest's with us): why GW_R_NONE is ok, GW_R_CLIENT_REJECTED_CERT (guest)
+ * and GW_R_UPSTREAM_CERT_INVALID (upstream) count as GW_TLS_HS_CERT, any
+ * other reason as failed. resumed: an upstream handshake that resumed a
+ * cached session (also counted ok). Any thread. */
+void gw_metrics_tls_handshake(bool upstream, enum gw_reason why, bool resumed);
+/* The counts so far, for tests. */
+uint64_t gw_metrics_tls_handshakes(bool upstream, enum gw_tls_hs_result r);
+uint64_t gw_metrics_tls_resumed(void);
+
+/* The leaf cache's counters (certs/ keeps them; core/ cannot see it). */
+struct gw_metrics_leaves {
+	uint64_t hits;          /* served from the cache */
+	uint64_t misses;        /* not cached, or due for renewal: a mint started */
+	uint64_t evictions;     /* dropped to stay within certs.cache_size */
+	uint64_t mints;         /* leaves asked of the signer */
+	uint64_t mint_failures; /* of which failed */
+	uint64_t entries;       /* leaves held now */
+};
+typedef void (*gw_metrics_leaves_fn)(void *arg, struct gw_metrics_leaves *out);
+/* Who reads the leaf cache's counters at each scrape (fn may be NULL:
+ * every count is 0). Set it before the API starts, clear it after it
+ * stopped: the pointer is not guarded. */
+void gw_metrics_leaves_source(gw_metrics_leaves_fn fn, void *arg);
+
 /* Appends every gateway family: sluice_door_decisions_total (non-zero
  * series only), sluice_tunnels_active, sluice_tunnels_total,
  * sluice_tunnel_bytes_total, sluice_tunnel_relay_bytes_total,
+ * sluice_tls_handshakes_total, sluice_tls_sessions_resumed_total,
+ * sluice_leaf_cache_hits_total, sluice_leaf_cache_misses_total,
+ * sluice_leaf_cache_evictions_total, sluice_leaf_cache_entries,
+ * sluice_leaf_mints_total, sluice_leaf_mint_failures_total,
  * sluice_process_start_time_seconds. Any thread; check b->oom after.
  * Others (pools, API) append their families to the same buffer. */
 void gw_metrics_render(struct gw_mbuf *b);

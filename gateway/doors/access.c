@@ -74,10 +74,50 @@ jstr(const char *s, char *buf, size_t bufsz)
 	return buf;
 }
 
+int
+gw_access_format(const struct gw_access *a, bool json, const char *ts, char *out, size_t outsz)
+{
+	char b[10][300];
+	int n;
+
+	if (json)
+		n = snprintf(out, outsz,
+			     "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"access\",\"door\":\"%s\","
+			     "\"client\":\"%s\",\"src\":\"%s\",\"policy\":\"%s\",\"method\":\"%s\","
+			     "\"host\":\"%s\",\"port\":%u,\"decision\":\"%s\",\"reason\":\"%s\","
+			     "\"upstream\":\"%s\",\"status\":%u,\"bytes_in\":%llu,\"bytes_out\":%llu,"
+			     "\"duration_ms\":%llu,\"mode\":\"%s\",\"sni\":\"%s\",\"alpn_down\":\"%s\","
+			     "\"alpn_up\":\"%s\"}",
+			     ts ? ts : "", a->door, jstr(a->client, b[0], sizeof(b[0])),
+			     jstr(a->src, b[1], sizeof(b[1])), jstr(a->policy, b[2], sizeof(b[2])),
+			     jstr(a->method, b[3], sizeof(b[3])), jstr(a->host, b[4], sizeof(b[4])),
+			     a->port, a->decision, gw_reason_name(a->reason),
+			     jstr(a->upstream, b[5], sizeof(b[5])), a->status,
+			     (unsigned long long)a->bytes_in, (unsigned long long)a->bytes_out,
+			     (unsigned long long)a->duration_ms, jstr(a->mode, b[6], sizeof(b[6])),
+			     jstr(a->sni, b[7], sizeof(b[7])), jstr(a->alpn_down, b[8], sizeof(b[8])),
+			     jstr(a->alpn_up, b[9], sizeof(b[9])));
+	else
+		n = snprintf(out, outsz,
+			     "access door=%s client=%s src=%s policy=%s method=%s host=%s port=%u "
+			     "decision=%s reason=%s upstream=%s status=%u bytes_in=%llu bytes_out=%llu "
+			     "duration_ms=%llu mode=%s sni=%s alpn_down=%s alpn_up=%s",
+			     a->door, token(a->client, b[0], sizeof(b[0])),
+			     token(a->src, b[1], sizeof(b[1])), token(a->policy, b[2], sizeof(b[2])),
+			     token(a->method, b[3], sizeof(b[3])), token(a->host, b[4], sizeof(b[4])),
+			     a->port, a->decision, gw_reason_name(a->reason),
+			     token(a->upstream, b[5], sizeof(b[5])), a->status,
+			     (unsigned long long)a->bytes_in, (unsigned long long)a->bytes_out,
+			     (unsigned long long)a->duration_ms, token(a->mode, b[6], sizeof(b[6])),
+			     token(a->sni, b[7], sizeof(b[7])), token(a->alpn_down, b[8], sizeof(b[8])),
+			     token(a->alpn_up, b[9], sizeof(b[9])));
+	return n > 0 && (size_t)n < outsz ? n : -1;
+}
+
 void
 gw_access_write(const struct gw_access *a)
 {
-	char b[8][300], line[2048], ts[40];
+	char line[4096], ts[40];
 	int fd = __atomic_load_n(&access_fd, __ATOMIC_ACQUIRE);
 	int n;
 
@@ -87,39 +127,20 @@ gw_access_write(const struct gw_access *a)
 		return;
 	if (gw_log_format() == CONF_LOG_JSON) {
 		gw_log_timestamp(ts, sizeof(ts));
-		n = snprintf(line, sizeof(line),
-			     "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"access\",\"door\":\"%s\","
-			     "\"client\":\"%s\",\"src\":\"%s\",\"policy\":\"%s\",\"method\":\"%s\","
-			     "\"host\":\"%s\",\"port\":%u,\"decision\":\"%s\",\"reason\":\"%s\","
-			     "\"upstream\":\"%s\",\"status\":%u,\"bytes_in\":%llu,\"bytes_out\":%llu,"
-			     "\"duration_ms\":%llu}\n",
-			     ts, a->door, jstr(a->client, b[0], sizeof(b[0])),
-			     jstr(a->src, b[1], sizeof(b[1])), jstr(a->policy, b[2], sizeof(b[2])),
-			     jstr(a->method, b[3], sizeof(b[3])), jstr(a->host, b[4], sizeof(b[4])),
-			     a->port, a->decision, gw_reason_name(a->reason),
-			     jstr(a->upstream, b[5], sizeof(b[5])), a->status,
-			     (unsigned long long)a->bytes_in, (unsigned long long)a->bytes_out,
-			     (unsigned long long)a->duration_ms);
-		if (n > 0 && (size_t)n < sizeof(line))
-			(void)!write(fd >= 0 ? fd : 2, line, (size_t)n);
+		n = gw_access_format(a, true, ts, line, sizeof(line) - 1);
+		if (n < 0)
+			return;
+		line[n++] = '\n';
+		(void)!write(fd >= 0 ? fd : 2, line, (size_t)n);
 		return;
 	}
-	n = snprintf(line, sizeof(line),
-		     "access door=%s client=%s src=%s policy=%s method=%s host=%s port=%u "
-		     "decision=%s reason=%s upstream=%s status=%u bytes_in=%llu bytes_out=%llu "
-		     "duration_ms=%llu",
-		     a->door, token(a->client, b[0], sizeof(b[0])), token(a->src, b[1], sizeof(b[1])),
-		     token(a->policy, b[2], sizeof(b[2])), token(a->method, b[3], sizeof(b[3])),
-		     token(a->host, b[4], sizeof(b[4])), a->port, a->decision,
-		     gw_reason_name(a->reason), token(a->upstream, b[5], sizeof(b[5])), a->status,
-		     (unsigned long long)a->bytes_in, (unsigned long long)a->bytes_out,
-		     (unsigned long long)a->duration_ms);
-	if (n <= 0)
+	n = gw_access_format(a, false, NULL, line, sizeof(line));
+	if (n < 0)
 		return;
 	if (fd == -2) {
 		gw_log_info("%s", line);
 	} else {
-		char out[2200];
+		char out[sizeof(line) + 64];
 
 		gw_log_timestamp(ts, sizeof(ts));
 		n = snprintf(out, sizeof(out), "%s %s\n", ts, line);

@@ -54,7 +54,22 @@ struct gw_door {
 	void (*busy)(int fd, const char *src, enum gw_reason why);
 };
 
-/* What one access line reports: the request or tunnel under way. */
+/* How a door relays a request (mode= in the access line). */
+enum gw_conn_mode {
+	GW_MODE_NONE = 0,       /* "-": refused or failed before a tunnel or an interception began */
+	GW_MODE_HTTP,           /* a plain HTTP request, relayed by the exchange */
+	GW_MODE_TUNNEL,         /* a byte tunnel: CONNECT, SOCKS5, the SNI door */
+	GW_MODE_INTERCEPT,      /* an intercepted CONNECT, and each request inside it */
+	GW_MODE__COUNT
+};
+
+/* An ALPN protocol name as the access line reports it, and its NUL (only
+ * "http/1.1" is ever agreed today; a longer name is cut). */
+#define GW_CONN_ALPN_MAX 32
+
+/* What one access line reports: the request or tunnel under way. The
+ * connection's TLS facts (sni, alpn_down, alpn_up, and an intercept mode)
+ * hold for every line of the connection: gw_conn_req_begin() keeps them. */
 struct gw_conn_req {
 	bool open;                      /* a line is owed for it */
 	char method[24];
@@ -69,6 +84,12 @@ struct gw_conn_req {
 	uint64_t t_start;
 	uint64_t bytes_in;              /* from the client */
 	uint64_t bytes_out;             /* to the client */
+	enum gw_conn_mode mode;
+	/* The connection's TLS facts, last: gw_conn_req_begin() clears what
+	 * comes before sni only. */
+	char sni[GW_HOST_MAX];          /* the guest's ClientHello's server name; "": none read */
+	char alpn_down[GW_CONN_ALPN_MAX]; /* agreed in our TLS with the guest; "": none */
+	char alpn_up[GW_CONN_ALPN_MAX]; /* agreed in our TLS with the origin; "": none */
 };
 
 /* One side of a connection: its transport stack over a socket, watched. */

@@ -1,5 +1,6 @@
 /* conn.c: what every door's connection shares (conn.h). */
 #include <errno.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -16,11 +17,13 @@
 #include "dial.h"
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
 #include "policy.h"
 #include "reason.h"
 #include "snap.h"
 #include "tunnel.h"
 #include "worker.h"
+#include "xprt_tls.h"
 
 /* How much a draining close reads and drops. */
 #define DRAIN_MAX 65536
@@ -155,10 +158,40 @@ busy:
 void
 gw_conn_req_begin(struct gw_conn *c, const char *method)
 {
-	memset(&c->req, 0, sizeof(c->req));
+	struct gw_conn_req *r = &c->req;
+	/* Once intercepted, every request of the connection is. */
+	enum gw_conn_mode keep = r->mode == GW_MODE_INTERCEPT ? GW_MODE_INTERCEPT : GW_MODE_NONE;
+
+	/* The TLS facts are the connection's: every line of it has them. */
+	memset(r, 0, offsetof(struct gw_conn_req, sni));
+	r->mode = keep;
 	snprintf(c->req.method, sizeof(c->req.method), "%s", method);
 	c->req.open = true;
 	c->req.t_start = gw_loop_now(c->w->loop);
+}
+
+const char *
+gw_conn_mode_name(enum gw_conn_mode m)
+{
+	static const char *const names[GW_MODE__COUNT] = {
+		[GW_MODE_NONE] = NULL,
+		[GW_MODE_HTTP] = "http",
+		[GW_MODE_TUNNEL] = "tunnel",
+		[GW_MODE_INTERCEPT] = "intercept",
+	};
+
+	return (unsigned)m < GW_MODE__COUNT ? names[m] : NULL;
+}
+
+void
+gw_conn_tls_handshake(struct gw_conn *c, bool upstream, enum gw_reason why)
+{
+	struct gw_xprt *x = upstream ? c->up.x : c->cli.x;
+	char *alpn = upstream ? c->req.alpn_up : c->req.alpn_down;
+	bool ok = why == GW_R_NONE && x && gw_xprt_is_tls(x);
+
+	snprintf(alpn, GW_CONN_ALPN_MAX, "%s", ok ? gw_xprt_tls_alpn(x) : "");
+	gw_metrics_tls_handshake(upstream, why, ok && upstream && gw_xprt_tls_resumed(x));
 }
 
 void
@@ -184,6 +217,10 @@ gw_conn_log(struct gw_conn *c, enum gw_reason why)
 		.bytes_in = r->bytes_in,
 		.bytes_out = r->bytes_out,
 		.duration_ms = gw_loop_now(c->w->loop) - r->t_start,
+		.mode = gw_conn_mode_name(r->mode),
+		.sni = r->sni[0] ? r->sni : NULL,
+		.alpn_down = r->alpn_down[0] ? r->alpn_down : NULL,
+		.alpn_up = r->alpn_up[0] ? r->alpn_up : NULL,
 	};
 
 	if (!r->open)
@@ -422,6 +459,10 @@ void
 gw_conn_tunnel_start(struct gw_conn *c)
 {
 	gw_tunnel_init(&c->tun, c->cli.x, c->up.x, c->w->use_splice);
+	/* A byte tunnel, unless the request was HTTP (an upgrade) or is
+	 * inside an interception. */
+	if (c->req.mode == GW_MODE_NONE)
+		c->req.mode = GW_MODE_TUNNEL;
 	c->tunneling = true;
 	c->drain = false;
 }
@@ -441,6 +482,9 @@ gw_conn_tunnel_run(struct gw_conn *c)
 				    c->src, c->req.host, c->req.port, gw_reason_name(c->tun.reason),
 				    c->tun.seen);
 			c->req.denied = true;
+			if (c->tun.reason == GW_R_TLS_SNI_MISMATCH)
+				snprintf(c->req.sni, sizeof(c->req.sni), "%.*s",
+					 (int)sizeof(c->req.sni) - 1, c->tun.seen);
 		}
 		gw_conn_close(c, ts == GW_TUNNEL_DONE ? GW_R_NONE : c->tun.reason);
 		return false;

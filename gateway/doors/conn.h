@@ -43,8 +43,23 @@ const struct conf_gateway *gw_conn_gateway(const struct gw_conn *c);
  * reports the rule's reason. */
 void gw_conn_log(struct gw_conn *c, enum gw_reason why);
 
-/* Starts a new line: clears c->req and marks a line owed from now. */
+/* Starts a new line: clears c->req but for the connection's TLS facts
+ * (sni, alpn_down, alpn_up, and mode when it is intercept), and marks a
+ * line owed from now. */
 void gw_conn_req_begin(struct gw_conn *c, const char *method);
+
+/* mode= in the access line: "http", "tunnel", "intercept"; NULL for
+ * GW_MODE_NONE (and anything out of range). */
+const char *gw_conn_mode_name(enum gw_conn_mode m);
+
+/* A TLS handshake of ours on one side of c ended (upstream: ours with the
+ * origin; else the guest's with us), done when why is GW_R_NONE, else
+ * failed for that reason (client-rejected-cert, upstream-cert-invalid,
+ * ...). Notes the ALPN it agreed for the access line (c->req.alpn_up or
+ * alpn_down; "" after a failure) and counts it in /metrics (a resumed
+ * upstream session too). Call while the side's TLS layer is still on top
+ * of its stack. */
+void gw_conn_tls_handshake(struct gw_conn *c, bool upstream, enum gw_reason why);
 
 /* Sets the interest of each side (the upstream's only if there is one). */
 void gw_conn_watch(struct gw_conn *c, uint32_t cev, uint32_t uev);

@@ -2,7 +2,9 @@
 #ifndef SLUICE_GW_DIAL_T_H
 #define SLUICE_GW_DIAL_T_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "addr-t.h"
 #include "dns-t.h"
@@ -43,6 +45,8 @@ struct gw_dial {
 	struct gw_timer timer;
 	struct gw_defer kick;
 	char upstream[GW_ADDR_FMT_MAX]; /* the address tried last */
+	bool pinned;                    /* connect to `pin` only, if the name has it */
+	struct sockaddr_storage pin;
 	gw_dial_cb cb;
 	void *arg;
 };

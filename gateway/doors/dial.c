@@ -154,6 +154,24 @@ dial_checked(struct gw_dial *d)
 			  gw_addr_class_name(gw_addr_classify(sa)));
 		return;
 	}
+	if (d->pinned) {
+		size_t i;
+
+		for (i = 0; i < d->addrs.naddrs; i++)
+			if (gw_addr_same((const struct sockaddr *)&d->addrs.addrs[i],
+					 (const struct sockaddr *)&d->pin))
+				break;
+		if (i == d->addrs.naddrs) {
+			char txt[GW_ADDR_FMT_MAX];
+
+			gw_addr_format((const struct sockaddr *)&d->pin, txt, sizeof(txt));
+			dial_fail(d, GW_R_SNI_ADDRESS_MISMATCH, 0, "%s does not resolve to %s",
+				  d->host, txt);
+			return;
+		}
+		d->addrs.addrs[0] = d->addrs.addrs[i];
+		d->addrs.naddrs = 1;
+	}
 	d->next = 0;
 	gw_timer_arm(d->w->loop, &d->timer, d->connect_timeout_ms);
 	dial_connect(d, 0);
@@ -242,9 +260,19 @@ gw_dial_start(struct gw_dial *d, struct gw_worker *w, const struct conf_gateway 
 	d->cb = cb;
 	d->arg = arg;
 	d->upstream[0] = '\0';
+	d->pinned = false;
 	d->state = GW_DIAL_RESOLVING;
 	gw_timer_init(&d->timer, dial_timeout, d);
 	gw_defer(w->loop, &d->kick, dial_kick, d);
+}
+
+void
+gw_dial_pin(struct gw_dial *d, const struct sockaddr *sa)
+{
+	memset(&d->pin, 0, sizeof(d->pin));
+	memcpy(&d->pin, sa, sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						      : sizeof(struct sockaddr_in));
+	d->pinned = true;
 }
 
 unsigned
@@ -255,6 +283,7 @@ gw_dial_status(enum gw_reason why)
 	case GW_R_CONNECT_TIMEOUT:
 		return 504;
 	case GW_R_PRIVATE_ADDRESS:
+	case GW_R_SNI_ADDRESS_MISMATCH:
 		return 403;
 	default:
 		return 502;

@@ -23,6 +23,12 @@ void gw_dial_start(struct gw_dial *d, struct gw_worker *w, const struct conf_gat
 		   const struct gw_policy *policy, const char *host, uint16_t port,
 		   gw_dial_cb cb, void *arg);
 
+/* Right after gw_dial_start(): of the name's checked addresses, only `sa`
+ * (its address; the port is the dial's) may be connected to, and a name
+ * that does not resolve to it fails with sni-address-mismatch. For an
+ * IP-literal CONNECT routed by its ClientHello's server name. */
+void gw_dial_pin(struct gw_dial *d, const struct sockaddr *sa);
+
 /* Stops a dial under way (no callback) and frees what it holds. Safe on
  * an idle dial. */
 void gw_dial_cancel(struct gw_dial *d);

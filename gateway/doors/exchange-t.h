@@ -27,7 +27,8 @@
 	X(LINGER, "linger")                                                  \
 	X(TLS_UP, "tls-up")             /* intercept: TLS to the origin */   \
 	X(TLS_HELLO, "tls-hello")       /* intercept: the guest's hello */   \
-	X(TLS_DOWN, "tls-down")         /* intercept: TLS with the guest */
+	X(TLS_DOWN, "tls-down")         /* intercept: TLS with the guest */  \
+	X(SNI_PEEK, "sni-peek")         /* an IP literal: the hello's name */
 
 enum gw_h1x_state {
 #define GW_H1X_STATE_ENUM(id, name) H1X_##id,
@@ -71,7 +72,8 @@ enum gw_h1x_way {
  * (x->reqh): settle who asks (c->client_idx or c->who, c->policy), where
  * it goes (x->target, c->req.host and port) and whether the policy allows
  * it (gw_h1x_check_host()). Returns 0 to go on, or -1 once it has refused
- * (gw_h1x_refuse()). */
+ * (gw_h1x_refuse()), or 1 once it has taken the connection elsewhere
+ * (gw_intercept_literal()). */
 typedef int (*gw_h1x_route_fn)(struct gw_h1x *x);
 
 /* A connection whose door is "a transport + the exchange" starts with
@@ -106,6 +108,11 @@ struct gw_h1x {
 
 	/* intercepting (intercept.h): D, the CONNECT's destination */
 	enum gw_h1x_way way;
+	/* An IP-literal CONNECT the policy does not allow by itself, routed
+	 * by its ClientHello's server name (the literal must be one of the
+	 * name's addresses): the opening went out before the hello was read. */
+	bool by_sni;
+	struct sockaddr_storage lit;
 	bool intercept;         /* the guest side is our TLS: requests are D's */
 	bool up_tls;            /* the request under way goes to the origin over
 				 * our TLS (intercepted, or an https:// URL) */

@@ -179,7 +179,7 @@ h1x_dialed(struct gw_conn *c, enum gw_reason why, int err, const char *detail)
 	struct gw_h1x *x = h1x(c);
 
 	if (why != GW_R_NONE) {
-		if (x->way != GW_WAY_HTTP)
+		if (x->way != GW_WAY_HTTP || x->by_sni)
 			gw_intercept_refuse_early(x, why, err, detail);
 		else
 			gw_h1x_refuse(x, gw_dial_status(why), why, "%s", detail);
@@ -254,11 +254,15 @@ h1x_request(struct gw_h1x *x)
 	method[mlen] = '\0';
 	gw_conn_req_begin(c, method);
 	x->is_connect = x->reqh.method_id == GW_H1_M_CONNECT;
+	/* A CONNECT's mode is known when its tunnel or interception starts. */
+	c->req.mode = x->intercept    ? GW_MODE_INTERCEPT
+		      : x->is_connect ? GW_MODE_NONE
+				      : GW_MODE_HTTP;
 	c->req.bytes_in = x->reqh.head_len;
 	x->down.out = 0;
 	x->head_timed = false;
 	x->requests++;
-	if ((x->intercept ? gw_intercept_route(x) : x->route(x)) < 0)
+	if ((x->intercept ? gw_intercept_route(x) : x->route(x)) != 0)
 		return;
 	x->is_upgrade = !x->is_connect && is_websocket_upgrade(&x->reqh);
 	if (x->reqh.upgrade && !x->is_upgrade)
@@ -450,6 +454,10 @@ h1x_start_tunnel(struct gw_conn *c, bool upgrade)
 		/* The request went out in full (a GET has no body). */
 		rc |= gw_tunnel_preload(&c->tun, GW_TUNNEL_C2U, up->buf + up->wpos,
 					up->len - up->wpos, false);
+	} else if (x->by_sni) {
+		/* The opening is out; the hello read is the tunnel's first. */
+		gw_conn_tunnel_gate(c);
+		rc |= gw_tunnel_preload(&c->tun, GW_TUNNEL_C2U, up->buf, up->len, false);
 	} else {
 		c->req.status = 200;
 		gw_conn_tunnel_gate(c);
@@ -709,6 +717,7 @@ gw_h1x_run(struct gw_conn *c)
 		case H1X_TLS_UP:
 		case H1X_TLS_HELLO:
 		case H1X_TLS_DOWN:
+		case H1X_SNI_PEEK:
 			again = gw_intercept_run(x, &cev, &uev);
 			break;
 		case H1X_REFUSE: {

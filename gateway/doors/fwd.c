@@ -21,6 +21,7 @@
 #include "exchange.h"
 #include "fwd.h"
 #include "http1.h"
+#include "intercept.h"
 #include "lanes.h"
 #include "log.h"
 #include "policy.h"
@@ -189,6 +190,8 @@ fwd_route(struct gw_h1x *x)
 	c->req.port = x->target.port;
 	if (fwd_identify(f) < 0)
 		return -1;
+	if (x->is_connect && gw_intercept_literal(x))
+		return 1;
 	if (gw_h1x_check_host(x) < 0)
 		return -1;
 	return 0;

@@ -11,6 +11,7 @@
 
 #include "certs.h"
 #include "conf.h"
+#include "addr.h"
 #include "conn.h"
 #include "dial.h"
 #include "exchange.h"
@@ -134,7 +135,10 @@ gw_intercept_enter(struct gw_conn *from, enum gw_h1x_way way, const void *pre, s
 		memcpy(x->up.buf, pre, npre);
 		x->up.len = npre;
 	}
-	gw_h1x_dial(x);
+	if (gw_intercept_literal(x))
+		gw_h1x_run(c);          /* the opening, then the hello */
+	else
+		gw_h1x_dial(x);
 }
 
 void
@@ -147,7 +151,7 @@ gw_intercept_refuse_early(struct gw_h1x *x, enum gw_reason why, int err, const c
 		    gw_reason_name(why), detail);
 	gw_half_reset(&x->down);
 	x->down.len = x->down.wpos = x->down.fend = x->down.parsed = 0;
-	if (x->way == GW_WAY_SOCKS5) {
+	if (x->way == GW_WAY_SOCKS5 && !x->by_sni) {
 		uint8_t rep = err && why == GW_R_CONNECT_FAILED ? gw_socks5_rep_for_errno(err)
 							       : gw_socks5_rep_for(why);
 		int n;
@@ -204,6 +208,8 @@ gw_intercept_upstream(struct gw_h1x *x)
 	/* The origin's handshake and the guest's, within one deadline. */
 	x->deadline_fixed = true;
 	gw_conn_arm(c, HANDSHAKE_MS);
+	if (x->is_connect || x->intercept)
+		c->req.mode = GW_MODE_INTERCEPT;
 	gw_conn_set_state(c, H1X_TLS_UP);
 }
 
@@ -218,6 +224,7 @@ up_failed(struct gw_h1x *x)
 	snprintf(x->up_err, sizeof(x->up_err), "%s", gw_xprt_tls_error(c->up.x));
 	gw_log_info("%s %s: %s:%u: %s: %s", c->door->name, c->src, x->dest, x->dest_port,
 		    gw_reason_name(x->up_fail), x->up_err);
+	gw_conn_tls_handshake(c, true, x->up_fail);
 	gw_conn_upstream_drop(c);
 	x->u_idle = false;
 }
@@ -251,7 +258,7 @@ queue_opening(struct gw_h1x *x)
 		break;
 	case GW_WAY_SOCKS5:
 		/* BND.ADDR: the address the gateway connected from. */
-		if (getsockname(c->up.tcp.fd, (struct sockaddr *)&bound, &bl) < 0)
+		if (!c->up.x || getsockname(c->up.tcp.fd, (struct sockaddr *)&bound, &bl) < 0)
 			memset(&bound, 0, sizeof(bound));
 		if (!(x->down.hbuf = malloc(32)))
 			return -ENOMEM;
@@ -282,9 +289,11 @@ run_up(struct gw_h1x *x, uint32_t *uev)
 	}
 	if (rc < 0)
 		up_failed(x);
+	else
+		gw_conn_tls_handshake(c, true, GW_R_NONE);
 	/* A SOCKS5 client must wait for our reply: bytes before it would be
 	 * taken for its hello unchecked by the protocol. */
-	if (x->way == GW_WAY_SOCKS5 && !x->intercept && !gw_xprt_quiet(c->cli.x)) {
+	if (x->way == GW_WAY_SOCKS5 && !x->intercept && !x->by_sni && !gw_xprt_quiet(c->cli.x)) {
 		gw_intercept_refuse_early(x, GW_R_BAD_REQUEST, 0,
 					  "bytes after the request before our reply");
 		return true;
@@ -300,7 +309,7 @@ run_up(struct gw_h1x *x, uint32_t *uev)
 		gw_h1x_start_exchange(x);
 		return true;
 	}
-	if (queue_opening(x) < 0) {
+	if (!x->by_sni && queue_opening(x) < 0) {
 		gw_conn_close(c, GW_R_INTERNAL);
 		return false;
 	}
@@ -309,6 +318,123 @@ run_up(struct gw_h1x *x, uint32_t *uev)
 }
 
 /* ---- the guest: its hello, then our TLS ---- */
+
+/* Writes the opening, then reads the guest's first record whole into the
+ * up buffer and parses it (*r, *h). Returns true when it did, false when
+ * it waits (*cev) or the connection ended. */
+static bool
+read_hello(struct gw_h1x *x, struct gw_tlshello *h, enum gw_tlshello_result *r, uint32_t *cev)
+{
+	struct gw_conn *c = &x->base;
+	struct gw_h1x_half *up = &x->up;
+	int rc = gw_half_write(&x->down, c->cli.x);
+
+	if (rc < 0) {
+		gw_conn_close(c, GW_R_CLIENT_CLOSED);
+		return false;
+	}
+	if (rc == 0) {
+		*cev = EPOLLOUT;
+		return false;
+	}
+	for (;;) {
+		ssize_t n;
+
+		*r = up->len ? gw_tlshello_parse((const uint8_t *)up->buf, up->len,
+						 HELLO_MAX - GW_TLSHELLO_HEADER, h)
+			     : GW_TLSHELLO_NEED_MORE;
+		if (*r != GW_TLSHELLO_NEED_MORE)
+			return true;
+		n = gw_half_read(up, c->cli.x, HELLO_MAX);
+		if (n == -EAGAIN) {
+			*cev = EPOLLIN;
+			return false;
+		}
+		if (n <= 0) {
+			gw_conn_close(c, n == -ENOBUFS ? GW_R_TLS_TOO_BIG : GW_R_CLIENT_CLOSED);
+			return false;
+		}
+	}
+}
+
+/* SNI_PEEK: an IP-literal CONNECT's hello names where it goes. */
+static bool
+run_peek(struct gw_h1x *x, uint32_t *cev)
+{
+	struct gw_conn *c = &x->base;
+	struct gw_policy_decision d;
+	struct gw_tlshello h;
+	enum gw_tlshello_result r;
+	enum gw_reason why;
+	char lit[GW_HOST_MAX];
+
+	if (!read_hello(x, &h, &r, cev))
+		return false;
+	snprintf(lit, sizeof(lit), "%s", c->req.host);
+	c->req.denied = true;
+	if (r != GW_TLSHELLO_OK) {
+		gw_log_info("%s %s: %s:%u is not allowed, and the guest's first record names no "
+			    "host: %s", c->door->name, c->src, lit, c->req.port, h.msg);
+		gw_conn_close(c, GW_R_NOT_ALLOWED);
+		return false;
+	}
+	snprintf(c->req.sni, sizeof(c->req.sni), "%s", h.sni);
+	if (gw_host_normalize(h.sni, h.sni_len, c->req.host, sizeof(c->req.host), &why) < 0 ||
+	    strcmp(c->req.host, h.sni) != 0) {
+		snprintf(c->req.host, sizeof(c->req.host), "%s", lit);
+		gw_conn_close(c, GW_R_TLS_BAD_SNI);
+		return false;
+	}
+	if (gw_policy_check(c->policy, c->req.host, c->req.port, &d) < 0) {
+		gw_log_info("%s %s: %s:%u (the hello's name for %s) refused by policy '%s': %s",
+			    c->door->name, c->src, c->req.host, c->req.port, lit,
+			    gw_policy_name(c->policy), gw_reason_name(d.reason));
+		gw_conn_close(c, d.reason);
+		return false;
+	}
+	c->req.denied = false;
+	c->req.report_only = d.report_only;
+	c->req.report_reason = d.reason;
+	/* The name is what is checked and dialled; the literal is the only
+	 * address of it that may be connected to. */
+	gw_h1x_dial(x);
+	gw_dial_pin(&c->dial, (const struct sockaddr *)&x->lit);
+	return false;
+}
+
+bool
+gw_intercept_literal_wanted(const struct gw_conn *c, struct sockaddr_storage *lit)
+{
+	struct gw_policy_decision d, ad;
+	struct sockaddr_storage ss;
+
+	if (!lit)
+		lit = &ss;
+	/* Only an address the policy's address rules let through (a private
+	 * or loopback one stays refused as such: no name makes it right). */
+	return gw_addr_parse_literal(c->req.host, strlen(c->req.host), lit) == 1 &&
+	       gw_policy_check(c->policy, c->req.host, c->req.port, &d) < 0 &&
+	       d.reason == GW_R_NOT_ALLOWED &&
+	       gw_policy_check_addr(c->policy, (const struct sockaddr *)lit, &ad) == 0;
+}
+
+bool
+gw_intercept_literal(struct gw_h1x *x)
+{
+	struct gw_conn *c = &x->base;
+
+	if (!gw_intercept_literal_wanted(c, &x->lit))
+		return false;
+	x->by_sni = true;
+	if (queue_opening(x) < 0) {
+		gw_conn_close(c, GW_R_INTERNAL);
+		return true;
+	}
+	x->deadline_fixed = true;
+	gw_conn_arm(c, HANDSHAKE_MS);
+	gw_conn_set_state(c, H1X_SNI_PEEK);
+	return true;
+}
 
 static bool
 run_hello(struct gw_h1x *x, uint32_t *cev)
@@ -323,36 +449,9 @@ run_hello(struct gw_h1x *x, uint32_t *cev)
 	struct gw_xprt *t;
 	STACK_OF(X509) *chain;
 	X509 *leaf = NULL;
-	int rc;
 
-	/* The 200 first. */
-	rc = gw_half_write(&x->down, c->cli.x);
-	if (rc < 0) {
-		gw_conn_close(c, GW_R_CLIENT_CLOSED);
+	if (!read_hello(x, &h, &r, cev))
 		return false;
-	}
-	if (rc == 0) {
-		*cev = EPOLLOUT;
-		return false;
-	}
-	for (;;) {
-		ssize_t n;
-
-		r = up->len ? gw_tlshello_parse((const uint8_t *)up->buf, up->len,
-						HELLO_MAX - GW_TLSHELLO_HEADER, &h)
-			    : GW_TLSHELLO_NEED_MORE;
-		if (r != GW_TLSHELLO_NEED_MORE)
-			break;
-		n = gw_half_read(up, c->cli.x, HELLO_MAX);
-		if (n == -EAGAIN) {
-			*cev = EPOLLIN;
-			return false;
-		}
-		if (n <= 0) {
-			gw_conn_close(c, n == -ENOBUFS ? GW_R_TLS_TOO_BIG : GW_R_CLIENT_CLOSED);
-			return false;
-		}
-	}
 	/* A hello without SNI is answered for D; one naming another host is
 	 * refused, as for a tunnel: the guest does not get to pick. */
 	if (r != GW_TLSHELLO_OK && r != GW_TLSHELLO_NO_SNI) {
@@ -361,6 +460,7 @@ run_hello(struct gw_h1x *x, uint32_t *cev)
 		gw_conn_close(c, gw_tlshello_reason(r));
 		return false;
 	}
+	snprintf(c->req.sni, sizeof(c->req.sni), "%s", h.sni);
 	if (r == GW_TLSHELLO_OK && strcasecmp(h.sni, x->dest) != 0) {
 		gw_log_info("%s %s: intercept %s: the guest's SNI names %s",
 			    c->door->name, c->src, x->dest, h.sni);
@@ -415,9 +515,11 @@ run_down(struct gw_h1x *x, uint32_t *cev)
 
 		gw_log_info("%s %s: intercept %s: %s: %s", c->door->name, c->src, x->dest,
 			    gw_reason_name(why), gw_xprt_tls_error(c->cli.x));
+		gw_conn_tls_handshake(c, false, why);
 		gw_conn_close(c, why);
 		return false;
 	}
+	gw_conn_tls_handshake(c, false, GW_R_NONE);
 	/* The CONNECT's line; each request inside gets its own. */
 	gw_conn_log(c, GW_R_NONE);
 	x->intercept = true;
@@ -453,6 +555,8 @@ gw_intercept_run(struct gw_h1x *x, uint32_t *cev, uint32_t *uev)
 		return run_hello(x, cev);
 	case H1X_TLS_DOWN:
 		return run_down(x, cev);
+	case H1X_SNI_PEEK:
+		return run_peek(x, cev);
 	default:
 		return false;
 	}

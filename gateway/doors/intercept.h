@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "exchange-t.h"
 
@@ -60,6 +61,21 @@ bool gw_intercept_wanted(struct gw_h1x *x);
  * the guest sent, its ClientHello first), to the intercepting exchange for
  * D = c->req.host:port, which dials at once. c is gone after the call. */
 void gw_intercept_enter(struct gw_conn *c, enum gw_h1x_way way, const void *pre, size_t npre);
+
+/* An IP-literal CONNECT (c->req.host:port) that the policy refuses only
+ * as not-allowed is routed by the server name of the guest's ClientHello:
+ * the opening is sent, the hello read (state SNI_PEEK); the name N must be
+ * allowed and resolve, among its checked addresses, to the literal, which
+ * is then what is connected to (sni-address-mismatch if not), and the
+ * connection goes on as a CONNECT to N: intercepted if N is, else a
+ * tunnel. No hello, or none with a name: not-allowed, closed. A literal
+ * the address rules refuse (private, loopback, ...) is not routed. Returns
+ * true if it took the connection, false when it does not apply. */
+bool gw_intercept_literal(struct gw_h1x *x);
+
+/* Whether gw_intercept_literal() applies to c->req.host:port (the literal
+ * parsed into *lit, if lit). */
+bool gw_intercept_literal_wanted(const struct gw_conn *c, struct sockaddr_storage *lit);
 
 /* A dial for a handed-over connection failed: answered the way's own way
  * (a SOCKS5 reply; the SNI door's close) and logged. */

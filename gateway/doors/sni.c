@@ -195,6 +195,7 @@ sni_read(struct sni_conn *s)
 		c->req.bytes_in += (uint64_t)n;
 		r = gw_tlshello_parse(s->in, s->inlen, SNI_MAX_RECORD, &h);
 		if (r == GW_TLSHELLO_OK) {
+			snprintf(c->req.sni, sizeof(c->req.sni), "%s", h.sni);
 			sni_hello_done(c, &h);
 			return;
 		}

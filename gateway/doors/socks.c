@@ -231,6 +231,13 @@ socks_request(struct socks_conn *s, const struct gw_socks5_request *req)
 		return;
 	}
 	if (gw_policy_check(c->policy, c->req.host, c->req.port, &d) < 0) {
+		if (req->atyp != GW_SOCKS5_ATYP_DOMAIN && gw_intercept_literal_wanted(c, NULL)) {
+			/* An address the client resolved itself: its hello's
+			 * server name may say where it goes (intercept.h). */
+			gw_conn_disarm(c);
+			gw_intercept_enter(c, GW_WAY_SOCKS5, NULL, 0);
+			return;
+		}
 		socks_refuse(s, gw_socks5_rep_for(d.reason), d.reason,
 			     "%s:%u refused by policy '%s'", c->req.host, c->req.port,
 			     gw_policy_name(c->policy));

@@ -183,7 +183,10 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 
 			if (g < 0)
 				return -1;
-			if (g == 0 && d->eof) {
+			if (g == 0 && d->eof && d->start == d->end) {
+				/* Nothing came: the half-close passes on. */
+				d->gate = NULL;
+			} else if (g == 0 && d->eof) {
 				/* The client gave up before its record was
 				 * whole: none of it goes anywhere. */
 				t->reason = GW_R_CLIENT_CLOSED;

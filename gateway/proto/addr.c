@@ -543,3 +543,35 @@ int gw_addr_format(const struct sockaddr *sa, char *buf, size_t bufsz)
 	}
 	return 0;
 }
+
+/* a's IPv4 address, also when it is IPv4-mapped IPv6. */
+static bool
+addr_v4(const struct sockaddr *a, struct in_addr *out)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)a;
+
+	if (a->sa_family == AF_INET) {
+		*out = ((const struct sockaddr_in *)(const void *)a)->sin_addr;
+		return true;
+	}
+	if (a->sa_family == AF_INET6 && memcmp(s6->sin6_addr.s6_addr, mapped, 12) == 0) {
+		memcpy(out, s6->sin6_addr.s6_addr + 12, 4);
+		return true;
+	}
+	return false;
+}
+
+bool
+gw_addr_same(const struct sockaddr *a, const struct sockaddr *b)
+{
+	struct in_addr x, y;
+	bool av4 = addr_v4(a, &x), bv4 = addr_v4(b, &y);
+
+	if (av4 || bv4)
+		return av4 && bv4 && x.s_addr == y.s_addr;
+	return a->sa_family == AF_INET6 && b->sa_family == AF_INET6 &&
+	       memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
+		      &((const struct sockaddr_in6 *)(const void *)b)->sin6_addr,
+		      sizeof(struct in6_addr)) == 0;
+}

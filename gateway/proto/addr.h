@@ -41,6 +41,10 @@
  * *out is written only when 1 is returned. */
 int gw_addr_parse_literal(const char *s, size_t len, struct sockaddr_storage *out);
 
+/* True when a and b are the same AF_INET or AF_INET6 address (ports
+ * aside). IPv4-mapped IPv6 is the IPv4 address. */
+bool gw_addr_same(const struct sockaddr *a, const struct sockaddr *b);
+
 /* The class of an AF_INET or AF_INET6 address (other families:
  * GW_ADDR_RESERVED). IPv6 forms that embed an IPv4 address (mapped
  * ::ffff:0:0/96, translated ::ffff:0:0:0/96, compatible ::/96, NAT64

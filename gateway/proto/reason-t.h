@@ -49,6 +49,7 @@
 	X(UPSTREAM_TLS_FAILED, "upstream-tls-failed") /* the origin's TLS */  \
 	X(CLIENT_REJECTED_CERT, "client-rejected-cert") /* guest refused leaf */\
 	X(CLIENT_TLS_FAILED, "client-tls-failed") /* the guest's TLS failed */ \
+	X(SNI_ADDRESS_MISMATCH, "sni-address-mismatch") /* literal not SNI's */\
 	X(INTERNAL, "internal-error")
 
 enum gw_reason {

@@ -462,6 +462,7 @@ uint8_t gw_socks5_rep_for(enum gw_reason r)
 	case GW_R_NOT_ALLOWED:
 	case GW_R_DENIED:
 	case GW_R_PRIVATE_ADDRESS:
+	case GW_R_SNI_ADDRESS_MISMATCH:
 	case GW_R_BAD_HOST:
 	case GW_R_NON_ASCII_HOST:
 	case GW_R_USERINFO:

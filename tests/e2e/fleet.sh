@@ -396,6 +396,8 @@ check "transparent http is attributed to the sandbox" logged "door=forward .*cli
 out=$(sbx a -- "${CURL[@]}" --noproxy '*' -k --resolve origin.test:443:203.0.113.9 https://origin.test/ 2>&1 || true)
 check "transparent https, routed by SNI whatever the address ($out)" test "$out" = "hello over tls"
 check "transparent https has an access line" logged "door=sni .*client=a .*origin.test"
+check "... a tunnel, with the SNI the guest sent, no TLS of ours" \
+	logged "door=sni .*client=a .*host=origin.test .* mode=tunnel sni=origin.test alpn_down=- alpn_up=-$"
 # Interception, the three ways in (issue 18): the guest trusts sluice's CA
 # only, so a page proves the leaf was sluice's; the inner GET's own line
 # proves sluice read the request.
@@ -449,6 +451,8 @@ check "denied: transparent https refused (closed in the handshake)" \
 	fails_as 35 'SSL_connect: SSL_ERROR_SYSCALL' \
 	sbx a -- "${CURL[@]}" --noproxy '*' -k --resolve blocked.origin.test:443:10.99.0.10 https://blocked.origin.test/
 check "denied: transparent https has a deny line" logged "door=sni .*blocked.origin.test.*deny"
+check "... naming the SNI, no mode (no tunnel began)" \
+	logged "door=sni .*decision=deny .* mode=- sni=blocked.origin.test "
 check "not allowed on 443: other.test refused at the SNI door (closed in the handshake)" \
 	fails_as 35 'SSL_connect: SSL_ERROR_SYSCALL' \
 	sbx a -- "${CURL[@]}" --noproxy '*' -k --resolve other.test:443:10.99.0.10 https://other.test/

@@ -13,7 +13,10 @@
 # host-mismatch), TRACE (405), an SNI that differs from D (closed,
 # tls-sni-mismatch), an origin whose certificate has the wrong name or is
 # self-signed (502 upstream-cert-invalid inside the guest's TLS, no request
-# reaching it), and the CA key never in the log.
+# reaching it), and the CA key never in the log. Observability: the access
+# lines' mode=, sni=, alpn_down= and alpn_up= (intercepted, tunnelled, a
+# guest refusing the leaf), and GET /metrics over the API's unix socket
+# (TLS handshakes by side and result, leaf mints, cache hits).
 . "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3
@@ -117,7 +120,7 @@ daemon:
 api: { listen: off, socket: $E2E_TMP/api.sock }
 gateway:
   workers: 2
-  listen: { forward: 127.0.0.1:3128, socks: off }
+  listen: { forward: 127.0.0.1:3128, socks: 127.0.0.1:1080 }
   clients:
     - { name: local, match: { source: 127.0.0.0/8 }, policy: web }
   dns: { servers: [10.99.0.53], timeout_ms: 500, attempts: 1 }
@@ -147,12 +150,33 @@ check "sluice made its CA in daemon.data_dir" test -s "$SLCA"
 PX=http://127.0.0.1:3128
 # cget CAFILE URL [curl args]: curl through CONNECT; prints the body
 cget() { local ca=$1 url=$2; shift 2; G curl -sS --max-time 10 -p -x "$PX" --cacert "$ca" "$@" "$url"; }
+# scrape: GET /metrics on the API's unix socket into $PROM, strictly parsed
+# (200, text/plain; version=0.0.4, well-formed Prometheus text);
+# m SERIES: one series' value from it ("none" when it is not there).
+MX=$SL_SRC/tests/e2e/forward/metrics.py
+PROM=$E2E_TMP/metrics.prom
+scrape() { "$PY" "$MX" scrape "$E2E_TMP/api.sock" "$PROM" && "$PY" "$MX" check "$PROM" >/dev/null; }
+m() { "$PY" "$MX" get "$PROM" "$1" 2>/dev/null || echo none; }
+HS='sluice_tls_handshakes_total'
 
 # --- intercepted: a leaf from sluice's CA, every request seen ------------------------
 mark
 check "intercepted: curl trusting only sluice's CA gets the page" \
 	eval '[ "$(cget "$SLCA" https://origin.test/)" = "hello over tls" ]'
+check "/metrics over the API socket is well-formed Prometheus text" scrape
+v="$(m "$HS{side=\"guest\",result=\"ok\"}") $(m "$HS{side=\"upstream\",result=\"ok\"}")"
+check "/metrics: one TLS handshake with the guest and one with the origin, both ok ($v)" \
+	test "$v" = "1 1"
+v="$(m sluice_leaf_mints_total) $(m sluice_leaf_cache_misses_total) $(m sluice_leaf_cache_hits_total)"
+check "/metrics: the first connection minted origin.test's leaf: 1 mint, 1 miss, 0 hits ($v)" \
+	test "$v" = "1 1 0"
 check "... and the 1 KiB body intact" eval 'cget "$SLCA" https://origin.test/1k | cmp -s - "$WWW/1k"'
+scrape || true
+v="$(m sluice_leaf_mints_total) $(m sluice_leaf_cache_hits_total) $(m sluice_leaf_cache_entries)"
+check "/metrics: the second connection's leaf came from the cache: 1 mint, 1 hit, 1 entry ($v)" \
+	test "$v" = "1 1 1"
+v=$(m "$HS{side=\"guest\",result=\"ok\"}")
+check "/metrics: two guest handshakes ok ($v)" test "$v" = 2
 G openssl s_client -proxy 127.0.0.1:3128 -connect origin.test:443 -servername origin.test \
 	-CAfile "$SLCA" </dev/null 2>/dev/null | openssl x509 -noout -subject -issuer -ext subjectAltName \
 	>"$E2E_TMP/leaf.txt" 2>&1 || true
@@ -164,8 +188,23 @@ check "a client trusting only the origin's CA refuses the leaf (curl 60)" eval \
 	'rc=0; cget "$PKI/ca.pem" https://origin.test/ >/dev/null 2>&1 || rc=$?; [ $rc = 60 ]'
 check "the inner request has its own access line (GET origin.test 443 200)" \
 	logged "access door=forward .*method=GET host=origin.test port=443 decision=allow reason=none .*status=200"
+# curl offers h2 and http/1.1; sluice answers http/1.1 and offers the origin
+# only that.
+check "... mode=intercept, the guest's SNI, ALPN http/1.1 on both legs" \
+	logged "access door=forward .*method=GET host=origin.test port=443 .*status=200 .* mode=intercept sni=origin.test alpn_down=http/1.1 alpn_up=http/1.1$"
 check "the CONNECT has its line too" \
 	logged "access door=forward .*method=CONNECT host=origin.test port=443 .*status=200"
+check "... with mode=intercept, the SNI and both ALPNs" \
+	logged "access door=forward .*method=CONNECT host=origin.test port=443 .*status=200 .* mode=intercept sni=origin.test alpn_down=http/1.1 alpn_up=http/1.1$"
+check "the guest that refused the leaf: a log line naming the host, client-rejected-cert" \
+	logged "forward 127\.0\.0\.1:[0-9]+: intercept origin\.test: client-rejected-cert: "
+check "... and its access line: client, host, reason, the SNI, no ALPN with the guest" \
+	logged "access door=forward client=local .*method=CONNECT host=origin.test port=443 .*reason=client-rejected-cert .* mode=intercept sni=origin.test alpn_down=- alpn_up=http/1.1$"
+scrape || true
+v=$(m "$HS{side=\"guest\",result=\"client-rejected-cert\"}")
+check "/metrics: one guest handshake refused our leaf, client-rejected-cert ($v)" test "$v" = 1
+v=$(m "sluice_door_decisions_total{door=\"forward\",decision=\"allow\",reason=\"client-rejected-cert\"}")
+check "... and one door decision ended so ($v)" test "$v" = 1
 check "the origin saw the request with Via, SNI origin.test" \
 	grep -q 'origin.test "GET /1k HTTP/1.1" 200 host=origin.test via="1.1 sluice"' "$NGLOG"
 : >"$NGLOG.mark"
@@ -177,8 +216,11 @@ check "... ride one TLS connection to the origin" eval \
 	 [ "$(tail -n +$((n0 + 1)) "$NGLOG" | wc -l)" = 2 ]'
 
 # --- not intercepted: the origin's own certificate, untouched --------------------------
+mark
 check "plain.test (not in intercept:) is tunnelled: the origin's CA is enough" \
 	eval '[ "$(cget "$PKI/ca.pem" https://plain.test/)" = "hello over tls" ]'
+check "... its line: mode=tunnel, no hello read, no TLS of ours" \
+	logged "access door=forward .*method=CONNECT host=plain.test port=443 .*status=200 .* mode=tunnel sni=- alpn_down=- alpn_up=-$"
 check "... and sluice's CA is not" eval \
 	'rc=0; cget "$SLCA" https://plain.test/ >/dev/null 2>&1 || rc=$?; [ $rc = 60 ]'
 
@@ -231,6 +273,8 @@ mark
 OUT=$(inner origin.test "GET /?m=sni HTTP/1.1" other.test)
 check "an SNI other than D is refused: the handshake fails ($OUT)" eval '[[ $OUT == closed:* ]]'
 check "... logged as tls-sni-mismatch" logged "reason=tls-sni-mismatch"
+check "... the access line names the SNI the guest sent" \
+	logged "reason=tls-sni-mismatch .* mode=intercept sni=other.test alpn_down=- "
 # A plain tunnel (plain.test is not intercepted) gates the hello too: it
 # must name the CONNECT's host.
 cat >"$E2E_TMP/tunnel_sni.py" <<'PYEOF'
@@ -255,7 +299,7 @@ OUT=$(G "$PY" "$E2E_TMP/tunnel_sni.py" "$PKI/ca.pem" plain.test:443 other.test t
 check "a plain tunnel to plain.test whose hello names other.test: closed before the origin ($OUT)" \
 	eval '[[ $OUT == closed:* ]]'
 check "... logged as tls-sni-mismatch, denied" \
-	logged "door=forward .*method=CONNECT host=plain.test .*decision=deny reason=tls-sni-mismatch"
+	logged "door=forward .*method=CONNECT host=plain.test .*decision=deny reason=tls-sni-mismatch .* mode=tunnel sni=other.test "
 check "... with a line naming the hello's host" logged "plain.test:443: tls-sni-mismatch: the guest's hello names other.test"
 OUT=$(G "$PY" "$E2E_TMP/tunnel_sni.py" "$PKI/ca.pem" plain.test:443 plain.test tunok 2>&1)
 check "... the same tunnel with the right name passes ($OUT)" eval '[[ $OUT == "HTTP/1.1 200 OK" ]]'
@@ -269,10 +313,68 @@ OUT=$(G curl -sS --max-time 10 -p -x "$PX" --cacert "$SLCA" -D - -o /dev/null ht
 check "an origin presenting another name's certificate: 502 upstream-cert-invalid, inside our TLS" \
 	eval '[[ $OUT == *"HTTP/1.1 502"* && $OUT == *"Sluice-Reason: upstream-cert-invalid"* ]]'
 check "... the log line says why" logged "wrong.test:443: upstream-cert-invalid: "
+check "... the CONNECT's line: intercepted, no ALPN with the origin" \
+	logged "access door=forward .*method=CONNECT host=wrong.test port=443 .* mode=intercept sni=wrong.test alpn_down=http/1.1 alpn_up=-$"
+scrape || true
+v=$(m "$HS{side=\"upstream\",result=\"upstream-cert-invalid\"}")
+check "/metrics: one upstream verification failure, upstream-cert-invalid ($v)" test "$v" = 1
 OUT=$(G curl -sS --max-time 10 -p -x "$PX" --cacert "$SLCA" -D - -o /dev/null https://self.test:8443/?m=self 2>&1 || true)
 check "a self-signed origin: 502 upstream-cert-invalid" \
 	eval '[[ $OUT == *"HTTP/1.1 502"* && $OUT == *"Sluice-Reason: upstream-cert-invalid"* ]]'
 check "no request reached either origin" eval '! grep -Eq "m=(wrongname|self)" "$NGLOG"'
+scrape || true
+v="$(m "$HS{side=\"upstream\",result=\"upstream-cert-invalid\"}") $(m "$HS{side=\"upstream\",result=\"failed\"}")"
+check "/metrics: two upstream verification failures now, no other upstream failure ($v)" \
+	test "$v" = "2 0"
+v="$(m sluice_leaf_mints_total) $(m sluice_tls_sessions_resumed_total)"
+check "/metrics: leaves minted for origin.test, wrong.test and self.test; upstream sessions resumed ($v)" \
+	eval '[ "${v% *}" = 3 ] && [ "${v#* }" -gt 0 ]'
+
+# --- IP-literal CONNECTs, routed by the hello's server name -----------------------------
+# The policy allows names only: a literal is not-allowed by itself, and
+# goes on only as a name whose addresses include it.
+n0=$(wc -l <"$NGLOG")
+mark
+OUT=$(G "$PY" "$E2E_TMP/tunnel_sni.py" "$SLCA" 10.99.0.10:443 origin.test litok 2>&1)
+check "CONNECT 10.99.0.10:443, hello naming origin.test: intercepted as origin.test ($OUT)" \
+	eval '[[ $OUT == "HTTP/1.1 200 OK" ]]'
+check "... its CONNECT line names the name, the literal as the upstream" \
+	logged "method=CONNECT host=origin.test port=443 decision=allow reason=none upstream=10.99.0.10:443 status=200 .* mode=intercept sni=origin.test "
+check "... and the inner GET has its line" logged "method=GET host=origin.test port=443 .*status=200 "
+mark
+OUT=$(G "$PY" "$E2E_TMP/tunnel_sni.py" "$PKI/ca.pem" 10.99.0.10:443 plain.test litplain 2>&1)
+check "CONNECT 10.99.0.10:443, hello naming plain.test (not intercepted): tunnelled ($OUT)" \
+	eval '[[ $OUT == "HTTP/1.1 200 OK" ]]'
+check "... the line: host plain.test, upstream the literal, a tunnel" \
+	logged "method=CONNECT host=plain.test port=443 decision=allow .*upstream=10.99.0.10:443 .* mode=tunnel "
+mark
+OUT=$(G "$PY" "$E2E_TMP/tunnel_sni.py" "$SLCA" 10.99.0.11:443 origin.test litwrong 2>&1)
+check "CONNECT 10.99.0.11:443 naming origin.test (not one of its addresses): closed ($OUT)" \
+	eval '[[ $OUT == closed:* ]]'
+check "... as sni-address-mismatch" logged "host=origin.test port=443 decision=deny reason=sni-address-mismatch "
+mark
+OUT=$(G "$PY" - <<'PYEOF' 2>&1
+import socket
+s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+s.sendall(b"CONNECT 10.99.0.10:443 HTTP/1.1\r\nHost: 10.99.0.10:443\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+s.sendall(b"GET /?m=litclear HTTP/1.1\r\nHost: origin.test\r\n\r\n")
+print(head.split(b"\r\n")[0].decode(), "then", repr(s.recv(100)))
+PYEOF
+)
+check "CONNECT to the literal with clear text inside: closed, nothing answered ($OUT)" \
+	eval "[[ \$OUT == 'HTTP/1.1 200 Connection established then b'\\'''\\' ]]"
+check "... logged as not-allowed, naming no host" \
+	logged "10.99.0.10:443 is not allowed, and the guest's first record names no host"
+OUT=$(G curl -sS --max-time 10 --socks5 127.0.0.1:1080 --resolve origin.test:443:10.99.0.10 \
+	--cacert "$SLCA" "https://origin.test/1k?m=litsocks" 2>&1 | cmp - "$WWW/1k" 2>&1 && echo same)
+check "socks5:// (the client resolved origin.test itself): intercepted ($OUT)" test "$OUT" = same
+check "... door=socks, the inner GET's line" logged "door=socks .*method=GET host=origin.test port=443 .*status=200 "
+check "the origin saw the routed requests and none of the refused" eval \
+	'tail -n +$((n0 + 1)) "$NGLOG" | grep -q "m=litok" && tail -n +$((n0 + 1)) "$NGLOG" | grep -q "m=litplain" &&
+	 ! tail -n +$((n0 + 1)) "$NGLOG" | grep -Eq "m=(litwrong|litclear)"'
 
 # --- absolute-form https:// URLs: sluice makes the TLS connection itself ---------------
 # abs URL...: the URLs as absolute-form GETs on one connection to the

@@ -99,7 +99,10 @@ field_ge() {
 	return 1
 }
 A='access door=socks '
-TAIL='bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+$'
+# The line's end: a tunnel (TAIL), a request refused before any tunnel
+# began (TAIL_REFUSED); SOCKS5 never reads a TLS hello.
+TAIL='bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+ mode=tunnel sni=- alpn_down=- alpn_up=-$'
+TAIL_REFUSED='bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+ mode=- sni=- alpn_down=- alpn_up=-$'
 
 # /metrics, from the API's unix socket (forward/metrics.py: a strict parser
 # of the Prometheus text format). scrape FILE: fetched and parsed, or fails.
@@ -286,7 +289,7 @@ check "access log: v6.test's upstream is [fd99::10]:80" logged \
 mark
 refused "no allow rule (other.test:80)" other.test:80 2
 check "access log: not-allowed, upstream=-, status=2" logged \
-	"${A}client=local src=127\.0\.0\.1:[0-9]+ policy=web method=CONNECT host=other\.test port=80 decision=deny reason=not-allowed upstream=- status=2 $TAIL"
+	"${A}client=local src=127\.0\.0\.1:[0-9]+ policy=web method=CONNECT host=other\.test port=80 decision=deny reason=not-allowed upstream=- status=2 $TAIL_REFUSED"
 refused "an allowed name on a port no rule names (origin.test:22)" origin.test:22 2
 refused "a deny rule wins over *.origin.test" blocked.origin.test:80 2
 check "access log: denied" logged "${A}client=local .*host=blocked\.origin\.test port=80 decision=deny reason=denied upstream=- status=2 "

@@ -183,6 +183,8 @@ run_socks(bool userpass)
 	dh_expect_field(lines[0], "port", "443");
 	dh_expect_field(lines[0], "status", "0");
 	dh_expect_field(lines[0], "reason", "none");
+	dh_expect_field(lines[0], "mode", "tunnel");
+	dh_expect_field(lines[0], "sni", "-");
 	dh_expect_clean(&h);
 	dh_fini(&h);
 }
@@ -225,6 +227,9 @@ test_error_during_refusal(void **state)
 		dh_expect_lines(&h, lines, 1);
 		dh_expect_field(lines[0], "reason", "denied");
 		dh_expect_field(lines[0], "decision", "deny");
+		/* a refused plain request is http; a refused SOCKS request
+		 * never became a tunnel */
+		dh_expect_field(lines[0], "mode", door == 0 ? "http" : "-");
 		dh_expect_clean(&h);
 		dh_fini(&h);
 	}

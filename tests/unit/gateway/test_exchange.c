@@ -95,6 +95,8 @@ test_malformed_head(void **state)
 	dh_expect_field(lines[0], "status", "400");
 	dh_expect_field(lines[0], "decision", "deny");
 	dh_expect_field(lines[0], "reason", "bad-request");
+	/* no head, so no telling how it would have gone */
+	dh_expect_field(lines[0], "mode", "-");
 	dh_expect_clean(&h);
 	dh_fini(&h);
 }
@@ -130,6 +132,11 @@ test_denied_host(void **state)
 		dh_expect_field(lines[0], "status", "403");
 		dh_expect_field(lines[0], "decision", "deny");
 		dh_expect_field(lines[0], "reason", cases[i].reason);
+		/* A plain request is http from its head; a CONNECT refused
+		 * before its tunnel began has no mode. */
+		dh_expect_field(lines[0], "mode",
+				strncmp(cases[i].req, "CONNECT", 7) == 0 ? "-" : "http");
+		dh_expect_field(lines[0], "sni", "-");
 		dh_expect_clean(&h);
 		dh_fini(&h);
 	}
@@ -179,6 +186,7 @@ test_dial_failures(void **state)
 			dh_expect_field(lines[0], "status", cases[i].status);
 			dh_expect_field(lines[0], "decision", cases[i].decision);
 			dh_expect_field(lines[0], "reason", gw_reason_name(cases[i].why));
+			dh_expect_field(lines[0], "mode", connect ? "-" : "http");
 			dh_expect_clean(&h);
 			dh_fini(&h);
 		}
@@ -377,6 +385,11 @@ test_split_byte_by_byte(void **state)
 	dh_expect_field(lines[0], "bytes_in", num);
 	snprintf(num, sizeof(num), "%zu", sizeof(down_ok) - 1);
 	dh_expect_field(lines[0], "bytes_out", num);
+	/* plain HTTP: no TLS of ours on either side */
+	dh_expect_field(lines[0], "mode", "http");
+	dh_expect_field(lines[0], "sni", "-");
+	dh_expect_field(lines[0], "alpn_down", "-");
+	dh_expect_field(lines[0], "alpn_up", "-");
 	/* keep-alive: the client ends it, and no second line comes */
 	dh_client_close(&h);
 	dh_run(&h, dh_ended);
@@ -570,6 +583,11 @@ run_connect(size_t k, size_t bulk)
 	dh_expect_field(lines[0], "port", "443");
 	dh_expect_field(lines[0], "status", "200");
 	dh_expect_field(lines[0], "reason", "none");
+	/* a tunnel reads no hello: no sni, no ALPN */
+	dh_expect_field(lines[0], "mode", "tunnel");
+	dh_expect_field(lines[0], "sni", "-");
+	dh_expect_field(lines[0], "alpn_down", "-");
+	dh_expect_field(lines[0], "alpn_up", "-");
 	dh_expect_clean(&h);
 	dh_fini(&h);
 	free(bu);
@@ -620,6 +638,8 @@ test_websocket(void **state)
 	dh_expect_lines(&h, lines, 1);
 	dh_expect_field(lines[0], "status", "101");
 	dh_expect_field(lines[0], "reason", "none");
+	/* an upgraded HTTP request stays http */
+	dh_expect_field(lines[0], "mode", "http");
 	dh_expect_clean(&h);
 	dh_fini(&h);
 }

@@ -578,6 +578,102 @@ test_concurrency_smoke(void **state)
 	gw_mbuf_free(&b);
 }
 
+/* ---- TLS and the leaf cache ------------------------------------------ */
+
+static struct gw_metrics_leaves fake_leaves;
+static int leaves_calls;
+
+static void
+leaves_of(void *arg, struct gw_metrics_leaves *out)
+{
+	assert_ptr_equal(arg, &fake_leaves);
+	leaves_calls++;
+	*out = fake_leaves;
+}
+
+/* Each handshake's end counts once, in its side's series: ok, the
+ * certificate refused (guest) or invalid (upstream), failed for anything
+ * else; a resumption only for an upstream ok. Every series is there from
+ * the start (zeros too); the leaf families read the source at each render
+ * and are zero without one. */
+static void
+test_tls(void **state)
+{
+	struct gw_mbuf b = {0};
+
+	(void)state;
+	gw_metrics_render(&b);
+	assert_exposition(b.p);
+	assert_has_line(b.p, "# TYPE sluice_tls_handshakes_total counter");
+	assert_has_line(b.p, "sluice_tls_handshakes_total{side=\"guest\",result=\"ok\"} 0");
+	assert_has_line(b.p, "sluice_tls_handshakes_total{side=\"guest\",result=\"failed\"} 0");
+	assert_has_line(b.p, "sluice_tls_handshakes_total{side=\"guest\","
+	                     "result=\"client-rejected-cert\"} 0");
+	assert_has_line(b.p, "sluice_tls_handshakes_total{side=\"upstream\",result=\"ok\"} 0");
+	assert_has_line(b.p, "sluice_tls_handshakes_total{side=\"upstream\",result=\"failed\"} 0");
+	assert_has_line(b.p, "sluice_tls_handshakes_total{side=\"upstream\","
+	                     "result=\"upstream-cert-invalid\"} 0");
+	assert_has_line(b.p, "sluice_tls_sessions_resumed_total 0");
+	assert_has_line(b.p, "sluice_leaf_cache_hits_total 0");
+	assert_has_line(b.p, "sluice_leaf_mints_total 0");
+	gw_mbuf_free(&b);
+
+	/* The wrong side's certificate reason is just a failure. */
+	gw_metrics_tls_handshake(false, GW_R_UPSTREAM_CERT_INVALID, false);
+	gw_metrics_tls_handshake(true, GW_R_CLIENT_REJECTED_CERT, false);
+	gw_metrics_tls_handshake(false, GW_R_CLIENT_TLS_FAILED, true);
+	gw_metrics_tls_handshake(true, GW_R_UPSTREAM_TLS_FAILED, true);
+	/* A resumption counts only for an upstream that succeeded. */
+	gw_metrics_tls_handshake(false, GW_R_NONE, true);
+	gw_metrics_tls_handshake(false, GW_R_NONE, false);
+	gw_metrics_tls_handshake(false, GW_R_CLIENT_REJECTED_CERT, false);
+	gw_metrics_tls_handshake(true, GW_R_NONE, true);
+	gw_metrics_tls_handshake(true, GW_R_NONE, false);
+	gw_metrics_tls_handshake(true, GW_R_NONE, false);
+	gw_metrics_tls_handshake(true, GW_R_UPSTREAM_CERT_INVALID, false);
+	assert_int_equal(gw_metrics_tls_handshakes(false, GW_TLS_HS_OK), 2);
+	assert_int_equal(gw_metrics_tls_handshakes(false, GW_TLS_HS_FAILED), 2);
+	assert_int_equal(gw_metrics_tls_handshakes(false, GW_TLS_HS_CERT), 1);
+	assert_int_equal(gw_metrics_tls_handshakes(true, GW_TLS_HS_OK), 3);
+	assert_int_equal(gw_metrics_tls_handshakes(true, GW_TLS_HS_FAILED), 2);
+	assert_int_equal(gw_metrics_tls_handshakes(true, GW_TLS_HS_CERT), 1);
+	assert_int_equal(gw_metrics_tls_handshakes(true, GW_TLS_HS__COUNT), 0);
+	assert_int_equal(gw_metrics_tls_resumed(), 1);
+
+	fake_leaves = (struct gw_metrics_leaves){
+	    .hits = 7, .misses = 3, .evictions = 1, .mints = 3, .mint_failures = 1, .entries = 2,
+	};
+	gw_metrics_leaves_source(leaves_of, &fake_leaves);
+	gw_metrics_render(&b);
+	assert_false(b.oom);
+	assert_exposition(b.p);
+	assert_int_equal(leaves_calls, 1);
+	assert_has_line(b.p, "sluice_tls_handshakes_total{side=\"guest\",result=\"ok\"} 2");
+	assert_has_line(b.p, "sluice_tls_handshakes_total{side=\"guest\",result=\"failed\"} 2");
+	assert_has_line(b.p, "sluice_tls_handshakes_total{side=\"guest\","
+	                     "result=\"client-rejected-cert\"} 1");
+	assert_has_line(b.p, "sluice_tls_handshakes_total{side=\"upstream\",result=\"ok\"} 3");
+	assert_has_line(b.p, "sluice_tls_handshakes_total{side=\"upstream\",result=\"failed\"} 2");
+	assert_has_line(b.p, "sluice_tls_handshakes_total{side=\"upstream\","
+	                     "result=\"upstream-cert-invalid\"} 1");
+	assert_has_line(b.p, "sluice_tls_sessions_resumed_total 1");
+	assert_has_line(b.p, "# TYPE sluice_leaf_cache_hits_total counter");
+	assert_has_line(b.p, "sluice_leaf_cache_hits_total 7");
+	assert_has_line(b.p, "sluice_leaf_cache_misses_total 3");
+	assert_has_line(b.p, "sluice_leaf_cache_evictions_total 1");
+	assert_has_line(b.p, "# TYPE sluice_leaf_cache_entries gauge");
+	assert_has_line(b.p, "sluice_leaf_cache_entries 2");
+	assert_has_line(b.p, "sluice_leaf_mints_total 3");
+	assert_has_line(b.p, "sluice_leaf_mint_failures_total 1");
+	gw_mbuf_free(&b);
+
+	gw_metrics_leaves_source(NULL, NULL);
+	gw_metrics_render(&b);
+	assert_int_equal(leaves_calls, 1);
+	assert_has_line(b.p, "sluice_leaf_cache_hits_total 0");
+	gw_mbuf_free(&b);
+}
+
 int
 main(void)
 {
@@ -592,6 +688,7 @@ main(void)
 	    cmocka_unit_test(test_hist),
 	    cmocka_unit_test(test_tunnel_gauge),
 	    cmocka_unit_test(test_concurrency_smoke),
+	    cmocka_unit_test(test_tls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
