@@ -190,7 +190,19 @@ gw_intercept_upstream(struct gw_h1x *x)
 		.alpn_len = sizeof(alpn_h1) - 1,
 		.session_key = key,
 	};
+	struct gw_tlshello h;
 	struct gw_xprt *t;
+
+	/* The origin is offered the guest's list cut to what sluice relays
+	 * (http/1.1), when the guest's hello is known already (the SNI door,
+	 * an IP literal); else http/1.1, which every HTTP/1.1 guest takes. */
+	if ((x->way == GW_WAY_SNI || x->by_sni) && x->up.len &&
+	    gw_tlshello_parse((const uint8_t *)x->up.buf, x->up.len,
+			      HELLO_MAX - GW_TLSHELLO_HEADER, &h) == GW_TLSHELLO_OK &&
+	    !h.alpn_http11) {
+		p.alpn = NULL;
+		p.alpn_len = 0;
+	}
 
 	/* Sessions are kept per client (or sandbox) and destination. */
 	if (snprintf(key, sizeof(key), "%.60s:%s:%u",
@@ -478,9 +490,13 @@ run_hello(struct gw_h1x *x, uint32_t *cev)
 	a.cert = leaf;
 	a.key = kit.leaf_key;
 	a.chain = chain;
-	/* Only HTTP/1.1 is relayed: answered when offered, else no ALPN
-	 * (a client offering h2 alone falls back to HTTP/1.1). */
-	a.alpn = h.alpn_http11 ? "http/1.1" : NULL;
+	/* Only HTTP/1.1 is relayed: the guest is answered with what the
+	 * origin picked, when the guest offered it (and with http/1.1 for our
+	 * own 502 when the origin failed); else no ALPN: a client offering
+	 * h2 alone falls back to HTTP/1.1. */
+	a.alpn = h.alpn_http11 && (x->up_fail != GW_R_NONE ||
+				   strcmp(gw_xprt_tls_alpn(c->up.x), "http/1.1") == 0)
+			 ? "http/1.1" : NULL;
 	p.answer = &a;
 	p.pre = up->buf;
 	p.npre = up->len;
