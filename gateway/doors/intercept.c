@@ -12,6 +12,7 @@
 #include "certs.h"
 #include "conf.h"
 #include "addr.h"
+#include "bind.h"
 #include "conn.h"
 #include "dial.h"
 #include "exchange.h"
@@ -461,22 +462,23 @@ run_hello(struct gw_h1x *x, uint32_t *cev)
 	struct gw_xprt *t;
 	STACK_OF(X509) *chain;
 	X509 *leaf = NULL;
+	enum gw_reason why;
 
 	if (!read_hello(x, &h, &r, cev))
 		return false;
 	/* A hello without SNI is answered for D; one naming another host is
-	 * refused, as for a tunnel: the guest does not get to pick. */
-	if (r != GW_TLSHELLO_OK && r != GW_TLSHELLO_NO_SNI) {
-		gw_log_info("%s %s: intercept %s: the guest's hello: %s", c->door->name, c->src, x->dest,
-			    h.msg);
-		gw_conn_close(c, gw_tlshello_reason(r));
-		return false;
-	}
-	snprintf(c->req.sni, sizeof(c->req.sni), "%s", h.sni);
-	if (r == GW_TLSHELLO_OK && strcasecmp(h.sni, x->dest) != 0) {
-		gw_log_info("%s %s: intercept %s: the guest's SNI names %s",
-			    c->door->name, c->src, x->dest, h.sni);
-		gw_conn_close(c, GW_R_TLS_SNI_MISMATCH);
+	 * refused, as for a tunnel: the guest does not get to pick (bind.h). */
+	why = gw_bind_sni(x->dest, r, &h);
+	if (r == GW_TLSHELLO_OK)
+		snprintf(c->req.sni, sizeof(c->req.sni), "%s", h.sni);
+	if (why != GW_R_NONE) {
+		if (why == GW_R_TLS_SNI_MISMATCH)
+			gw_log_info("%s %s: intercept %s: the guest's SNI names %s",
+				    c->door->name, c->src, x->dest, h.sni);
+		else
+			gw_log_info("%s %s: intercept %s: the guest's hello: %s", c->door->name,
+				    c->src, x->dest, h.msg);
+		gw_conn_close(c, why);
 		return false;
 	}
 	if (certs_cache_get(kit.cache, x->dest, &leaf, err, sizeof(err)) < 0) {
@@ -586,8 +588,6 @@ gw_intercept_route(struct gw_h1x *x)
 	struct gw_conn *c = &x->base;
 	const struct gw_h1_header *hh = gw_h1_header_find(&x->reqh, "Host");
 	struct gw_h1_error terr = { 0 };
-	char want[GW_HOST_MAX + 8];
-	size_t wl;
 
 	if (x->reqh.method_id == GW_H1_M_CONNECT ||
 	    (x->reqh.method.len == 5 && memcmp(x->reqh.method.p, "TRACE", 5) == 0) ||
@@ -606,14 +606,14 @@ gw_intercept_route(struct gw_h1x *x)
 		return -1;
 	}
 	/* Host: D, or D:port; the port only as the CONNECT named it. */
-	wl = (size_t)snprintf(want, sizeof(want), "%s:%u", x->dest, x->dest_port);
-	if (!hh || gw_h1_header_next(&x->reqh, hh, "Host") ||
-	    !((hh->value.len == strlen(x->dest) &&
-	       strncasecmp(hh->value.p, x->dest, hh->value.len) == 0 && x->dest_port == 443) ||
-	      (hh->value.len == wl && strncasecmp(hh->value.p, want, wl) == 0))) {
+	if (hh && gw_h1_header_next(&x->reqh, hh, "Host"))
+		hh = NULL;
+	if (gw_bind_host(x->dest, x->dest_port, hh ? hh->value.p : NULL,
+			 hh ? hh->value.len : 0) != GW_R_NONE) {
 		snprintf(c->req.host, sizeof(c->req.host), "%s", x->dest);
 		c->req.port = x->dest_port;
-		gw_h1x_refuse(x, 421, GW_R_HOST_MISMATCH, "Host must be %s here", want);
+		gw_h1x_refuse(x, 421, GW_R_HOST_MISMATCH, "Host must be %s:%u here", x->dest,
+			      x->dest_port);
 		return -1;
 	}
 	snprintf(c->req.host, sizeof(c->req.host), "%s", x->dest);

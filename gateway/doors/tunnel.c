@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bind.h"
 #include "metrics.h"
 #include "tlshello.h"
 #include "tunnel.h"
@@ -119,18 +119,15 @@ dir_gate(struct gw_tunnel *t, struct gw_tunnel_dir *d)
 	case GW_TLSHELLO_NEED_MORE:
 		return 0;
 	case GW_TLSHELLO_NOT_TLS:
-	case GW_TLSHELLO_NO_SNI:
 		break;
-	case GW_TLSHELLO_OK:
-		if (strcasecmp(h.sni, d->gate) == 0)
-			break;
-		snprintf(t->seen, sizeof(t->seen), "%s", h.sni);
-		t->reason = GW_R_TLS_SNI_MISMATCH;
-		t->refused = true;
-		return -1;
 	default:
-		snprintf(t->seen, sizeof(t->seen), "(%s)", h.msg);
-		t->reason = gw_tlshello_reason(r);
+		t->reason = gw_bind_sni(d->gate, r, &h);
+		if (t->reason == GW_R_NONE)
+			break;
+		if (r == GW_TLSHELLO_OK)
+			snprintf(t->seen, sizeof(t->seen), "%s", h.sni);
+		else
+			snprintf(t->seen, sizeof(t->seen), "(%s)", h.msg);
 		t->refused = true;
 		return -1;
 	}
