@@ -6,9 +6,16 @@
 # The real sluiced runs in the gw namespace of net.sh with one pool of the
 # backend (host template, one lane with a forward door); an operator on
 # the API's unix socket claims, runs commands, moves files and fetches
-# from net.sh's origin through the door. Then the daemon is stopped and
-# started again: the claimed sandbox must be re-adopted and keep its
-# files, and the warm ones must come back. Everything ends with the test.
+# from net.sh's origin through the door. The guest trusts sluice's CA
+# (issue 18): with only what it was given (the proxy variables, the CA
+# variables, /etc/sluice/ca.pem, which is certs.ca_cert byte for byte),
+# curl, python3's urllib and openssl s_client reach an intercepted host
+# (icpt.origin.test, a python TLS origin started here) through CONNECT on
+# the door, the leaf is sluice's and the inner GET has its access line;
+# curl trusting only the host's system bundle refuses that leaf (60).
+# Then the daemon is stopped and started again: the claimed sandbox must
+# be re-adopted and keep its files, and the warm ones must come back.
+# Everything ends with the test.
 # shellcheck disable=SC2016 # the checks' single-quoted expressions are eval'd later
 . "$(dirname "$0")/lib.sh"
 BACKEND=${1:?usage: backend.sh ns|vm}
@@ -31,6 +38,37 @@ if [ "$BACKEND" = vm ] && [ ! -f "$SL_BUILD/vm/vmlinux" ]; then
 	finish
 fi
 
+# --- an HTTPS origin for the intercepting door -------------------------------
+# 10.99.0.10:443 in inet (nginx has 80 and 81), icpt.origin.test in net.sh's
+# dnsmasq; its self-signed certificate is the daemon's certs.upstream_ca.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+	-subj /CN=icpt.origin.test -addext subjectAltName=DNS:icpt.origin.test \
+	-keyout "$E2E_TMP/tls.key" -out "$E2E_TMP/tls.crt" 2>/dev/null
+cat > "$E2E_TMP/tls.py" <<'PY'
+import http.server, socketserver, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        b = b"hello over tls\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        sys.stderr.write("tls origin: %s\n" % (a[0] % a[1:]))
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+s = S(("10.99.0.10", 443), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+print("ready", flush=True)
+s.serve_forever()
+PY
+# Not through I: $! must be the server itself, for lib.sh's trap.
+ip netns exec "$inet" "$PY" "$E2E_TMP/tls.py" "$E2E_TMP/tls.crt" "$E2E_TMP/tls.key" >"$E2E_TMP/tls.log" 2>&1 &
+track $!
+wait_for "$E2E_TMP/tls.log" ready || { fail "the TLS origin starts"; finish; }
+
 cat > "$E2E_TMP/sluice.yaml" <<YAML
 daemon:
   data_dir: $E2E_TMP/data
@@ -52,7 +90,8 @@ lanes:
     doors: { forward: 3128 }
 policies:
   - name: web
-    allow: ["origin.test"]
+    allow: ["origin.test", "icpt.origin.test"]
+    intercept: ["icpt.origin.test"]
     allow_private: [10.99.0.0/24]
 pools:
   - name: p
@@ -64,7 +103,7 @@ pools:
     warm_max: 2
     limits: { memory_mb: 256, cpus: 1 }
     ttl: { default_seconds: 600, max_seconds: 3600 }
-certs: { ca_cert: $E2E_TMP/ca.pem, ca_key: $E2E_TMP/ca.key }
+certs: { ca_cert: $E2E_TMP/ca.pem, ca_key: $E2E_TMP/ca.key, upstream_ca: $E2E_TMP/tls.crt }
 YAML
 
 PID=
@@ -232,6 +271,60 @@ check "network: a direct connection around the door fails: the connection attemp
 x "$A" '{"argv":["sh","-c","ip -4 -o addr show | grep -v \" lo \" | grep -o \"inet [0-9./]*\""]}'
 has_addr() { [[ $(j 'd["stdout"]') == *"inet $1/"* ]] || { echo "    got: $B" >&2; return 1; }; }
 check "network: the sandbox has its own address ($A_ADDR)" has_addr "$A_ADDR"
+
+# --- the guest trusts sluice's CA (issue 18) ----------------------------------------
+# An intercepted host through CONNECT on the lane's forward door, with only
+# what the guest was given: the proxy variables, /etc/sluice/ and the CA
+# variables in every command's environment. No --cacert, no -k.
+# xsh ID SCRIPT: exec sh -c SCRIPT (60 s: TCG is slow).
+xsh() { x "$1" "$("$PY" -c 'import json,sys
+print(json.dumps({"argv": ["sh", "-c", sys.argv[1]], "timeout_seconds": 60}))' "$2")"; }
+# out_to FILE: the last exec's stdout, byte for byte.
+out_to() { "$PY" -c 'import json,sys; sys.stdout.write(json.load(open(sys.argv[1]))["stdout"])' "$BODY" >"$1"; }
+# inner_line: the intercepted GET's own access line, since the mark.
+inner_line() {
+	logged "access door=forward client=$A .*method=GET host=icpt\.origin\.test port=443 .*status=200 .* mode=intercept sni=icpt\.origin\.test "
+}
+x "$A" '{"argv":["cat","/etc/sluice/ca.pem"]}'
+out_to "$E2E_TMP/guest-ca.pem"
+check "trust: the guest's /etc/sluice/ca.pem is the daemon's CA (certs.ca_cert), byte for byte" \
+	eval 'status 200 && is "d[\"exit_code\"]" 0 && cmp "$E2E_TMP/guest-ca.pem" "$E2E_TMP/ca.pem"'
+mark
+x "$A" '{"argv":["curl","-sS","-m","30","https://icpt.origin.test/"],"timeout_seconds":60}'
+check "trust: curl https://icpt.origin.test/ through CONNECT, trusting what the guest has" \
+	eval 'out_is "hello over tls" && is "d[\"exit_code\"]" 0'
+check "... intercepted: the inner GET has its access line (200, mode=intercept)" inner_line
+mark
+x "$A" '{"argv":["python3","-c","import urllib.request as u; print(u.urlopen(\"https://icpt.origin.test/\", timeout=30).read().decode(), end=\"\")"],"timeout_seconds":60}'
+check "trust: python3 urllib.request.urlopen of it too" \
+	eval 'out_is "hello over tls" && is "d[\"exit_code\"]" 0'
+check "... intercepted: its inner GET's line" inner_line
+# openssl verifies against its default store, which SSL_CERT_FILE names;
+# it prints the verdict, the leaf's issuer and the leaf.
+xsh "$A" 'p=${https_proxy#*://}; p=${p%/}
+openssl s_client -proxy "$p" -connect icpt.origin.test:443 -servername icpt.origin.test \
+	-verify_hostname icpt.origin.test -verify_return_error </dev/null >/tmp/sc.txt 2>/dev/null
+echo "rc=$?"; grep -o "Verify return code: .*" /tmp/sc.txt
+openssl x509 -in /tmp/sc.txt -noout -issuer; openssl x509 -in /tmp/sc.txt'
+out_to "$E2E_TMP/sclient.txt"
+CA_SUBJ=$(openssl x509 -in "$E2E_TMP/ca.pem" -noout -subject)
+check "trust: openssl s_client in the guest verifies the leaf (rc=0, 0 (ok)) and its issuer is sluice's CA (${CA_SUBJ#subject=})" \
+	eval 'grep -qx "rc=0" "$E2E_TMP/sclient.txt" && grep -qx "Verify return code: 0 (ok)" "$E2E_TMP/sclient.txt" &&
+		grep -qxF "issuer=${CA_SUBJ#subject=}" "$E2E_TMP/sclient.txt" || { sed "s/^/    /" "$E2E_TMP/sclient.txt" >&2; false; }'
+check "... the leaf the guest saw verifies on the host against sluice's CA, not the origin's certificate" \
+	eval 'quiet openssl verify -CAfile "$E2E_TMP/ca.pem" "$E2E_TMP/sclient.txt" &&
+		! quiet openssl verify -CAfile "$E2E_TMP/tls.crt" "$E2E_TMP/sclient.txt"'
+# The negative control: the host's plain system bundle, which lacks the CA,
+# copied into the guest (a vm guest's own /etc/ssl/certs bundle has the CA
+# appended; an ns guest's is the host's).
+SYSROOTS=/etc/ssl/certs/ca-certificates.crt
+op PUT "/v1/sandboxes/$A/files?path=/tmp/sysroots.pem" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$SYSROOTS"
+check "files: the host's system bundle into the guest (201), a bundle without sluice's CA" \
+	eval 'status 201 && ! grep -qF "$(sed -n 2p "$E2E_TMP/ca.pem")" "$SYSROOTS"'
+xsh "$A" 'SSL_CERT_FILE=/tmp/sysroots.pem CURL_CA_BUNDLE=/tmp/sysroots.pem curl -sS -m 30 https://icpt.origin.test/'
+check "trust: ... curl trusting that bundle only refuses sluice's leaf (60)" \
+	eval 'is "d[\"exit_code\"]" 60 && [[ $(j "d[\"stderr\"]") == *"SSL certificate problem"* ]]'
 
 # --- restarts: sandboxes outlive the daemon and are adopted again ---------------
 # A clean stop (SIGTERM leaves them running), then a crash (SIGKILL).
