@@ -170,10 +170,36 @@ enum conf_policy_mode {
 	CONF_POLICY_REPORT,
 };
 
+/* What a credential does to a request sluice encrypts upstream itself
+ * (docs/credentials.md). */
+enum conf_cred_kind {
+	CONF_CRED_HEADER = 0,   /* `header: value`, client copies removed */
+	CONF_CRED_BASIC,        /* Authorization: Basic base64(user:value) */
+	CONF_CRED_PLACEHOLDER,  /* the guest's `env` holds a sentinel; sluice
+				 * puts `value` where a header value has it */
+	CONF_CRED_QUERY,        /* `param=value` in the query, client's removed */
+};
+
+/* "sluice-ph-" and 32 lowercase hex digits, and a NUL. */
+#define CONF_SENTINEL_PREFIX "sluice-ph-"
+#define CONF_SENTINEL_LEN 43
+/* The longest credential value (the header, password or parameter). */
+#define CONF_CRED_VALUE_MAX 8192
+
 struct conf_credential {
+	char *name;                     /* inject= in the access line */
+	enum conf_cred_kind kind;
 	struct conf_hostpat host;
-	char *header;
-	struct conf_secret value;
+	char *header;                   /* HEADER: the field; else NULL */
+	char *user;                     /* BASIC: the user (not secret) */
+	char *param;                    /* QUERY: the parameter's name */
+	char *env;                      /* PLACEHOLDER: the guest's variable */
+	struct conf_secret value;       /* the secret (BASIC: the password) */
+	bool cleartext;                 /* also on http:// (unsafe) */
+	/* PLACEHOLDER: the sentinel the guest is given, made per layer when a
+	 * claim compiles it (gw_policy_new()), kept in the state file (it is
+	 * no secret: the guest holds it); "" in a configuration. */
+	char sentinel[CONF_SENTINEL_LEN];
 	struct conf_pos pos;
 };
 

@@ -14,28 +14,12 @@
 #include <unistd.h>
 
 #include "conf-int.h"
+#include "conf-schema.h"
 #include "conf.h"
 
-#define CONF_SECRET_FILE_MAX 65536
-#define PATHSZ 128
 
-struct ctx {
-	struct conf *c;
-	struct conf_arena *a;
-	const char *file;
-	struct conf_diag *d;
-	size_t errors;
-	/* NULL for YAML. Otherwise the tree came from JSON (conf_json.c) and a
-	 * node's line L names its position as paths[L - 1]. */
-	const char *const *paths;
-	size_t npaths;
-};
-
-static void err_at(struct ctx *x, const struct cy_node *n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-err_at(struct ctx *x, const struct cy_node *n, const char *fmt, ...)
+void
+cs_err_at(struct ctx *x, const struct cy_node *n, const char *fmt, ...)
 {
 	char msg[900];
 	va_list ap;
@@ -47,8 +31,8 @@ err_at(struct ctx *x, const struct cy_node *n, const char *fmt, ...)
 	x->errors++;
 }
 
-static struct conf_pos
-pos_of(const struct cy_node *n)
+struct conf_pos
+cs_pos_of(const struct cy_node *n)
 {
 	struct conf_pos p = { 0, 0 };
 
@@ -171,8 +155,8 @@ kind_name(const struct cy_node *n)
 	}
 }
 
-static bool
-is_null(const struct cy_node *n)
+bool
+cs_is_null(const struct cy_node *n)
 {
 	return !n || (n->kind == CY_SCALAR && n->plain &&
 		      (n->len == 0 || strcmp(n->str, "~") == 0 || strcmp(n->str, "null") == 0));
@@ -198,8 +182,8 @@ shown(const struct cy_node *n, char *buf, size_t bufsz)
 	return buf;
 }
 
-static struct cy_node *
-map_get(const struct cy_node *m, const char *key)
+struct cy_node *
+cs_map_get(const struct cy_node *m, const char *key)
 {
 	if (!m || m->kind != CY_MAP)
 		return NULL;
@@ -211,16 +195,16 @@ map_get(const struct cy_node *m, const char *key)
 
 /* Checks that n is a mapping (or null: all defaults) whose keys are all in
  * `keys` (NULL-terminated). Returns false if n is unusable. */
-static bool
-expect_map(struct ctx *x, const struct cy_node *n, const char *path,
+bool
+cs_expect_map(struct ctx *x, const struct cy_node *n, const char *path,
 	   const char *const *keys)
 {
 	size_t nkeys = 0;
 
-	if (!n || is_null(n))
+	if (!n || cs_is_null(n))
 		return false;
 	if (n->kind != CY_MAP) {
-		err_at(x, n, "%s: expected a mapping, got %s", path, kind_name(n));
+		cs_err_at(x, n, "%s: expected a mapping, got %s", path, kind_name(n));
 		return false;
 	}
 	while (keys[nkeys])
@@ -234,17 +218,14 @@ expect_map(struct ctx *x, const struct cy_node *n, const char *path,
 			if (strcmp(k->str, keys[j]) == 0)
 				break;
 		if (j == nkeys)
-			err_at(x, k, "unknown key '%s' in %s%s", shown(k, kb, sizeof(kb)),
+			cs_err_at(x, k, "unknown key '%s' in %s%s", shown(k, kb, sizeof(kb)),
 			       path, suggest(sug, sizeof(sug), k->str, keys, nkeys));
 	}
 	return true;
 }
 
-static void
-pathf(char *out, const char *base, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-pathf(char *out, const char *base, const char *fmt, ...)
+void
+cs_pathf(char *out, const char *base, const char *fmt, ...)
 {
 	char tail[PATHSZ];
 	va_list ap;
@@ -260,11 +241,11 @@ static const struct cy_node *
 scalar(struct ctx *x, const struct cy_node *n, const char *path, const char *want)
 {
 	if (n->kind != CY_SCALAR) {
-		err_at(x, n, "%s: expected %s, got %s", path, want, kind_name(n));
+		cs_err_at(x, n, "%s: expected %s, got %s", path, want, kind_name(n));
 		return NULL;
 	}
-	if (is_null(n)) {
-		err_at(x, n, "%s: missing value (expected %s)", path, want);
+	if (cs_is_null(n)) {
+		cs_err_at(x, n, "%s: missing value (expected %s)", path, want);
 		return NULL;
 	}
 	return n;
@@ -272,15 +253,15 @@ scalar(struct ctx *x, const struct cy_node *n, const char *path, const char *wan
 
 /* A plain string. References are resolved only in secret fields; one here
  * would silently stay literal, so it is an error. */
-static bool
-get_str(struct ctx *x, const struct cy_node *n, const char *path, char **out)
+bool
+cs_get_str(struct ctx *x, const struct cy_node *n, const char *path, char **out)
 {
 	if (!n)
 		return false;
 	if (!scalar(x, n, path, "a string"))
 		return false;
 	if (strstr(n->str, "${")) {
-		err_at(x, n, "%s: ${...} references are resolved only in secret fields "
+		cs_err_at(x, n, "%s: ${...} references are resolved only in secret fields "
 		       "(tokens, passwords, keys, credential values)", path);
 		return false;
 	}
@@ -321,18 +302,18 @@ get_u32(struct ctx *x, const struct cy_node *n, const char *path, uint32_t lo,
 		bool negative = n->plain && n->str[0] == '-' && parse_u64(n->str + 1, &v);
 
 		if (negative)
-			err_at(x, n, "%s: %s is out of range %u..%u", path,
+			cs_err_at(x, n, "%s: %s is out of range %u..%u", path,
 			       shown(n, buf, sizeof(buf)), lo, hi);
 		else if (!n->plain)
-			err_at(x, n, "%s: expected an integer in %u..%u, got a quoted string "
+			cs_err_at(x, n, "%s: expected an integer in %u..%u, got a quoted string "
 			       "(write numbers without quotes)", path, lo, hi);
 		else
-			err_at(x, n, "%s: expected an integer in %u..%u, got '%s'", path,
+			cs_err_at(x, n, "%s: expected an integer in %u..%u, got '%s'", path,
 			       lo, hi, shown(n, buf, sizeof(buf)));
 		return false;
 	}
 	if (v < lo || v > hi) {
-		err_at(x, n, "%s: %s is out of range %u..%u", path,
+		cs_err_at(x, n, "%s: %s is out of range %u..%u", path,
 		       shown(n, buf, sizeof(buf)), lo, hi);
 		return false;
 	}
@@ -340,8 +321,8 @@ get_u32(struct ctx *x, const struct cy_node *n, const char *path, uint32_t lo,
 	return true;
 }
 
-static bool
-get_bool(struct ctx *x, const struct cy_node *n, const char *path, bool *out)
+bool
+cs_get_bool(struct ctx *x, const struct cy_node *n, const char *path, bool *out)
 {
 	char buf[64];
 
@@ -357,13 +338,13 @@ get_bool(struct ctx *x, const struct cy_node *n, const char *path, bool *out)
 		*out = false;
 		return true;
 	}
-	err_at(x, n, "%s: expected true or false, got '%s'", path, shown(n, buf, sizeof(buf)));
+	cs_err_at(x, n, "%s: expected true or false, got '%s'", path, shown(n, buf, sizeof(buf)));
 	return false;
 }
 
 /* One of `names` (NULL-terminated); *out is its index. */
-static bool
-get_enum(struct ctx *x, const struct cy_node *n, const char *path,
+bool
+cs_get_enum(struct ctx *x, const struct cy_node *n, const char *path,
 	 const char *const *names, int *out)
 {
 	char buf[64], list[256] = "", sug[96];
@@ -383,20 +364,20 @@ get_enum(struct ctx *x, const struct cy_node *n, const char *path,
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
 			 i ? ", " : "", names[i]);
 	}
-	err_at(x, n, "%s: expected one of %s; got '%s'%s", path, list,
+	cs_err_at(x, n, "%s: expected one of %s; got '%s'%s", path, list,
 	       shown(n, buf, sizeof(buf)), suggest(sug, sizeof(sug), n->str, names, nn));
 	return false;
 }
 
 /* Returns the items of a list (NULL and 0 for null/absent). */
-static bool
-get_seq(struct ctx *x, const struct cy_node *n, const char *path, size_t *count)
+bool
+cs_get_seq(struct ctx *x, const struct cy_node *n, const char *path, size_t *count)
 {
 	*count = 0;
-	if (!n || is_null(n))
+	if (!n || cs_is_null(n))
 		return false;
 	if (n->kind != CY_SEQ) {
-		err_at(x, n, "%s: expected a list, got %s", path, kind_name(n));
+		cs_err_at(x, n, "%s: expected a list, got %s", path, kind_name(n));
 		return false;
 	}
 	*count = n->n;
@@ -501,10 +482,10 @@ get_cidr(struct ctx *x, const struct cy_node *n, const char *path, struct conf_c
 	if (!n || !scalar(x, n, path, "a CIDR"))
 		return false;
 	if (conf_cidr_parse(n->str, out, err, sizeof(err)) < 0) {
-		err_at(x, n, "%s: bad CIDR '%s': %s", path, shown(n, buf, sizeof(buf)), err);
+		cs_err_at(x, n, "%s: bad CIDR '%s': %s", path, shown(n, buf, sizeof(buf)), err);
 		return false;
 	}
-	out->pos = pos_of(n);
+	out->pos = cs_pos_of(n);
 	return true;
 }
 
@@ -520,7 +501,7 @@ get_hostport(struct ctx *x, const struct cy_node *n, const char *path,
 
 	if (!n)
 		return false;
-	if (is_null(n) || (n->kind == CY_SCALAR && n->plain && strcmp(n->str, "off") == 0)) {
+	if (cs_is_null(n) || (n->kind == CY_SCALAR && n->plain && strcmp(n->str, "off") == 0)) {
 		memset(out, 0, sizeof(*out));
 		return true;
 	}
@@ -549,7 +530,7 @@ get_hostport(struct ctx *x, const struct cy_node *n, const char *path,
 	if (!parse_u64(colon + 1, &port)) 
 		goto bad;
 	if (port < 1 || port > 65535) {
-		err_at(x, n, "%s: port %s is out of range 1..65535", path, colon + 1);
+		cs_err_at(x, n, "%s: port %s is out of range 1..65535", path, colon + 1);
 		return false;
 	}
 	memset(out, 0, sizeof(*out));
@@ -574,10 +555,10 @@ get_hostport(struct ctx *x, const struct cy_node *n, const char *path,
 	out->port = (uint16_t)port;
 	out->is_ip = true;
 	out->set = true;
-	out->pos = pos_of(n);
+	out->pos = cs_pos_of(n);
 	return true;
 bad:
-	err_at(x, n, "%s: expected IP:PORT or [IPv6]:PORT (or off), got '%s'", path,
+	cs_err_at(x, n, "%s: expected IP:PORT or [IPv6]:PORT (or off), got '%s'", path,
 	       shown(n, buf, sizeof(buf)));
 	return false;
 }
@@ -655,8 +636,8 @@ conf_host_check(const char *host, bool wildcard_ok, char *err, size_t errsz)
 }
 
 /* "host", "*.suffix", either with ":port", or "[v6]:port". */
-static bool
-get_hostpat(struct ctx *x, const struct cy_node *n, const char *path,
+bool
+cs_get_hostpat(struct ctx *x, const struct cy_node *n, const char *path,
 	    bool wildcard_ok, struct conf_hostpat *out)
 {
 	char host[256], err[160], buf[80];
@@ -671,7 +652,7 @@ get_hostpat(struct ctx *x, const struct cy_node *n, const char *path,
 		const char *close = strchr(s, ']');
 
 		if (!close || (close[1] != '\0' && close[1] != ':')) {
-			err_at(x, n, "%s: bad host pattern '%s': unclosed '['", path,
+			cs_err_at(x, n, "%s: bad host pattern '%s': unclosed '['", path,
 			       shown(n, buf, sizeof(buf)));
 			return false;
 		}
@@ -690,14 +671,14 @@ get_hostpat(struct ctx *x, const struct cy_node *n, const char *path,
 		colon = first;
 		hlen = colon ? (size_t)(colon - s) : n->len;
 		if (hlen >= sizeof(host)) {
-			err_at(x, n, "%s: bad host pattern: longer than 253 bytes", path);
+			cs_err_at(x, n, "%s: bad host pattern: longer than 253 bytes", path);
 			return false;
 		}
 		memcpy(host, s, hlen);
 	}
 	host[hlen] = '\0';
 	if (colon && (!parse_u64(colon + 1, &port) || port < 1 || port > 65535)) {
-		err_at(x, n, "%s: bad host pattern '%s': port must be 1..65535", path,
+		cs_err_at(x, n, "%s: bad host pattern '%s': port must be 1..65535", path,
 		       shown(n, buf, sizeof(buf)));
 		return false;
 	}
@@ -705,7 +686,7 @@ get_hostpat(struct ctx *x, const struct cy_node *n, const char *path,
 	if (hlen > 1 && host[hlen - 1] == '.' && host[hlen - 2] != '.')
 		host[--hlen] = '\0';
 	if (conf_host_check(host, wildcard_ok, err, sizeof(err)) < 0) {
-		err_at(x, n, "%s: bad host pattern '%s': %s", path, shown(n, buf, sizeof(buf)), err);
+		cs_err_at(x, n, "%s: bad host pattern '%s': %s", path, shown(n, buf, sizeof(buf)), err);
 		return false;
 	}
 	for (size_t i = 0; i < hlen; i++)
@@ -714,7 +695,7 @@ get_hostpat(struct ctx *x, const struct cy_node *n, const char *path,
 	out->host = conf_arena_strndup(x->a, host + (out->wildcard ? 2 : 0),
 				       hlen - (out->wildcard ? 2 : 0));
 	out->port = (uint16_t)port;
-	out->pos = pos_of(n);
+	out->pos = cs_pos_of(n);
 	return true;
 }
 
@@ -727,12 +708,12 @@ get_hostpats(struct ctx *x, const struct cy_node *n, const char *path,
 
 	out->v = NULL;
 	out->n = 0;
-	if (!get_seq(x, n, path, &cnt))
+	if (!cs_get_seq(x, n, path, &cnt))
 		return;
 	out->v = conf_arena_alloc(x->a, cnt * sizeof(*out->v));
 	for (size_t i = 0; i < cnt; i++) {
-		pathf(p, path, "[%zu]", i);
-		if (get_hostpat(x, n->items[i], p, true, &out->v[out->n]))
+		cs_pathf(p, path, "[%zu]", i);
+		if (cs_get_hostpat(x, n->items[i], p, true, &out->v[out->n]))
 			out->n++;
 	}
 }
@@ -741,8 +722,8 @@ get_hostpats(struct ctx *x, const struct cy_node *n, const char *path,
 
 /* Resolves ${env:NAME} and ${file:PATH} in n's text; "$${" is a literal
  * "${". Errors name the reference, never the resolved value. */
-static bool
-get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf_secret *out)
+bool
+cs_get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf_secret *out)
 {
 	const char *s;
 	char *val = NULL;
@@ -752,11 +733,11 @@ get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf
 	if (!n)
 		return false;
 	if (n->kind != CY_SCALAR) {
-		err_at(x, n, "%s: expected a string, got %s", path, kind_name(n));
+		cs_err_at(x, n, "%s: expected a string, got %s", path, kind_name(n));
 		return false;
 	}
-	if (is_null(n)) {
-		err_at(x, n, "%s: missing value (expected a string)", path);
+	if (cs_is_null(n)) {
+		cs_err_at(x, n, "%s: missing value (expected a string)", path);
 		return false;
 	}
 	s = n->str;
@@ -774,7 +755,7 @@ get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf
 			const char *ref = s + i + 2;
 
 			if (!end) {
-				err_at(x, n, "%s: unterminated ${ reference", path);
+				cs_err_at(x, n, "%s: unterminated ${ reference", path);
 				ok = false;
 				break;
 			}
@@ -784,7 +765,7 @@ get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf
 				const char *v;
 
 				if (nl == 0 || nl >= sizeof(name)) {
-					err_at(x, n, "%s: bad ${env:NAME} reference", path);
+					cs_err_at(x, n, "%s: bad ${env:NAME} reference", path);
 					ok = false;
 					break;
 				}
@@ -793,7 +774,7 @@ get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf
 				for (size_t k = 0; k < nl; k++) {
 					if (!(isalnum((unsigned char)name[k]) || name[k] == '_') ||
 					    (k == 0 && isdigit((unsigned char)name[k]))) {
-						err_at(x, n, "%s: bad environment variable name in ${env:...}", path);
+						cs_err_at(x, n, "%s: bad environment variable name in ${env:...}", path);
 						ok = false;
 						break;
 					}
@@ -802,7 +783,7 @@ get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf
 					break;
 				v = getenv(name);
 				if (!v) {
-					err_at(x, n, "%s: environment variable %s is not set", path, name);
+					cs_err_at(x, n, "%s: environment variable %s is not set", path, name);
 					ok = false;
 					break;
 				}
@@ -815,7 +796,7 @@ get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf
 				int fd;
 
 				if (pl == 0 || pl >= sizeof(fpath)) {
-					err_at(x, n, "%s: bad ${file:PATH} reference", path);
+					cs_err_at(x, n, "%s: bad ${file:PATH} reference", path);
 					ok = false;
 					break;
 				}
@@ -823,7 +804,7 @@ get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf
 				fpath[pl] = '\0';
 				fd = open(fpath, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 				if (fd < 0) {
-					err_at(x, n, "%s: cannot read secret file %s: %s", path, fpath,
+					cs_err_at(x, n, "%s: cannot read secret file %s: %s", path, fpath,
 					       strerror(errno));
 					ok = false;
 					break;
@@ -835,7 +816,7 @@ get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf
 				while ((r = read(fd, fbuf + addlen, CONF_SECRET_FILE_MAX + 1 - addlen)) > 0)
 					addlen += (size_t)r;
 				if (r < 0 || addlen > CONF_SECRET_FILE_MAX) {
-					err_at(x, n, "%s: cannot read secret file %s: %s", path, fpath,
+					cs_err_at(x, n, "%s: cannot read secret file %s: %s", path, fpath,
 					       r < 0 ? strerror(errno) : "larger than 64 KiB");
 					close(fd);
 					explicit_bzero(fbuf, CONF_SECRET_FILE_MAX + 1);
@@ -852,7 +833,7 @@ get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf
 					addlen--;
 				add = fbuf;
 			} else {
-				err_at(x, n, "%s: unknown reference: use ${env:NAME} or ${file:PATH}", path);
+				cs_err_at(x, n, "%s: unknown reference: use ${env:NAME} or ${file:PATH}", path);
 				ok = false;
 				break;
 			}
@@ -882,18 +863,18 @@ get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf
 		}
 	}
 	if (ok && (vlen == 0 || memchr(val, '\0', vlen))) {
-		err_at(x, n, "%s: the secret is %s", path, vlen ? "holding a NUL byte" : "empty");
+		cs_err_at(x, n, "%s: the secret is %s", path, vlen ? "holding a NUL byte" : "empty");
 		ok = false;
 	}
 	if (ok && memchr(val, '\n', vlen)) {
-		err_at(x, n, "%s: the secret holds a line break", path);
+		cs_err_at(x, n, "%s: the secret holds a line break", path);
 		ok = false;
 	}
 	if (ok) {
 		out->value = conf_arena_strndup(x->a, val, vlen);
 		out->len = vlen;
 		out->ref = conf_arena_strndup(x->a, n->str, n->len);
-		out->pos = pos_of(n);
+		out->pos = cs_pos_of(n);
 	}
 	if (val) {
 		explicit_bzero(val, vcap);
@@ -909,17 +890,17 @@ get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf
 static bool
 get_name(struct ctx *x, const struct cy_node *item, const char *path, char **out)
 {
-	const struct cy_node *n = map_get(item, "name");
+	const struct cy_node *n = cs_map_get(item, "name");
 	char buf[64];
 
 	if (!n) {
-		err_at(x, item, "%s: missing required key 'name'", path);
+		cs_err_at(x, item, "%s: missing required key 'name'", path);
 		return false;
 	}
-	if (!get_str(x, n, path, out))
+	if (!cs_get_str(x, n, path, out))
 		return false;
 	if (n->len > 32) {
-		err_at(x, n, "%s.name: longer than 32 characters", path);
+		cs_err_at(x, n, "%s.name: longer than 32 characters", path);
 		return false;
 	}
 	for (size_t i = 0; i < n->len; i++) {
@@ -927,7 +908,7 @@ get_name(struct ctx *x, const struct cy_node *item, const char *path, char **out
 
 		if (!(islower(ch) || isdigit(ch) || ch == '-' || ch == '_') ||
 		    (i == 0 && !islower(ch) && !isdigit(ch))) {
-			err_at(x, n, "%s.name: '%s' is not a name: use a-z, 0-9, '-' and '_', "
+			cs_err_at(x, n, "%s.name: '%s' is not a name: use a-z, 0-9, '-' and '_', "
 			       "starting with a letter or digit", path, shown(n, buf, sizeof(buf)));
 			return false;
 		}
@@ -952,9 +933,9 @@ check_unique(struct ctx *x, const struct cy_node *seq, const char *what, const c
 
 			if (!nj || strcmp(ni, nj) != 0)
 				continue;
-			first = map_get(seq->items[j], "name");
-			dup = map_get(seq->items[i], "name");
-			err_at(x, dup, "%s[%zu].name: duplicate %s name '%s' (first at %s)",
+			first = cs_map_get(seq->items[j], "name");
+			dup = cs_map_get(seq->items[i], "name");
+			cs_err_at(x, dup, "%s[%zu].name: duplicate %s name '%s' (first at %s)",
 			       path, i, what, ni, where(x, first, at, sizeof(at)));
 			break;
 		}
@@ -981,7 +962,7 @@ resolve_ref(struct ctx *x, const struct cy_node *n, const char *path, const char
 		if (ni && nc < 256)
 			cands[nc++] = ni;
 	}
-	err_at(x, n, "%s: no %s named '%s'%s", path, what, name,
+	cs_err_at(x, n, "%s: no %s named '%s'%s", path, what, name,
 	       suggest(sug, sizeof(sug), name, cands, nc));
 	return false;
 }
@@ -1001,32 +982,32 @@ load_daemon(struct ctx *x, const struct cy_node *n)
 	const struct cy_node *log, *f;
 	int v;
 
-	if (!expect_map(x, n, "daemon", keys))
+	if (!cs_expect_map(x, n, "daemon", keys))
 		return;
-	if (get_str(x, map_get(n, "data_dir"), "daemon.data_dir", &dm->data_dir) &&
+	if (cs_get_str(x, cs_map_get(n, "data_dir"), "daemon.data_dir", &dm->data_dir) &&
 	    dm->data_dir[0] != '/')
-		err_at(x, map_get(n, "data_dir"), "daemon.data_dir: must be an absolute path");
-	if (get_str(x, map_get(n, "fleet_netns"), "daemon.fleet_netns", &dm->fleet_netns)) {
-		f = map_get(n, "fleet_netns");
+		cs_err_at(x, cs_map_get(n, "data_dir"), "daemon.data_dir: must be an absolute path");
+	if (cs_get_str(x, cs_map_get(n, "fleet_netns"), "daemon.fleet_netns", &dm->fleet_netns)) {
+		f = cs_map_get(n, "fleet_netns");
 		if (f->len > 64 || strchr(dm->fleet_netns, '/') || dm->fleet_netns[0] == '.')
-			err_at(x, f, "daemon.fleet_netns: not a namespace name (no '/', no leading '.', at most 64 bytes)");
+			cs_err_at(x, f, "daemon.fleet_netns: not a namespace name (no '/', no leading '.', at most 64 bytes)");
 	}
-	get_bool(x, map_get(n, "fleet_teardown"), "daemon.fleet_teardown", &dm->fleet_teardown);
-	if (get_enum(x, map_get(n, "journal_damage"), "daemon.journal_damage", damages, &v))
+	cs_get_bool(x, cs_map_get(n, "fleet_teardown"), "daemon.fleet_teardown", &dm->fleet_teardown);
+	if (cs_get_enum(x, cs_map_get(n, "journal_damage"), "daemon.journal_damage", damages, &v))
 		dm->journal_damage = (enum conf_journal_damage)v;
-	f = map_get(n, "control_socket");
+	f = cs_map_get(n, "control_socket");
 	if (f && f->kind == CY_SCALAR && f->plain && strcmp(f->str, "off") == 0) {
 		dm->control_socket = NULL;
-	} else if (get_str(x, map_get(n, "control_socket"), "daemon.control_socket",
+	} else if (cs_get_str(x, cs_map_get(n, "control_socket"), "daemon.control_socket",
 			   &dm->control_socket)) {
 		if (dm->control_socket[0] != '/' || strlen(dm->control_socket) > 107)
-			err_at(x, f, "daemon.control_socket: must be an absolute path shorter than 108 bytes, or off");
+			cs_err_at(x, f, "daemon.control_socket: must be an absolute path shorter than 108 bytes, or off");
 	}
-	log = map_get(n, "log");
-	if (expect_map(x, log, "daemon.log", lkeys)) {
-		if (get_enum(x, map_get(log, "level"), "daemon.log.level", levels, &v))
+	log = cs_map_get(n, "log");
+	if (cs_expect_map(x, log, "daemon.log", lkeys)) {
+		if (cs_get_enum(x, cs_map_get(log, "level"), "daemon.log.level", levels, &v))
 			dm->log_level = (enum conf_log_level)v;
-		if (get_enum(x, map_get(log, "format"), "daemon.log.format", formats, &v))
+		if (cs_get_enum(x, cs_map_get(log, "format"), "daemon.log.format", formats, &v))
 			dm->log_format = (enum conf_log_format)v;
 	}
 }
@@ -1038,17 +1019,17 @@ load_api(struct ctx *x, const struct cy_node *n)
 	struct conf_api *api = &x->c->api;
 	const struct cy_node *s;
 
-	if (!expect_map(x, n, "api", keys))
+	if (!cs_expect_map(x, n, "api", keys))
 		return;
-	get_hostport(x, map_get(n, "listen"), "api.listen", &api->listen);
-	s = map_get(n, "socket");
+	get_hostport(x, cs_map_get(n, "listen"), "api.listen", &api->listen);
+	s = cs_map_get(n, "socket");
 	if (s && s->kind == CY_SCALAR && s->plain && strcmp(s->str, "off") == 0)
 		api->socket = NULL;
-	else if (get_str(x, s, "api.socket", &api->socket) && api->socket[0] != '/')
-		err_at(x, s, "api.socket: must be an absolute path (or off)");
+	else if (cs_get_str(x, s, "api.socket", &api->socket) && api->socket[0] != '/')
+		cs_err_at(x, s, "api.socket: must be an absolute path (or off)");
 	if (api->socket && strlen(api->socket) > 107)
-		err_at(x, s, "api.socket: longer than a unix socket path may be (107 bytes)");
-	get_secret(x, map_get(n, "operator_token"), "api.operator_token", &api->operator_token);
+		cs_err_at(x, s, "api.socket: longer than a unix socket path may be (107 bytes)");
+	cs_get_secret(x, cs_map_get(n, "operator_token"), "api.operator_token", &api->operator_token);
 }
 
 static void
@@ -1059,51 +1040,51 @@ load_client(struct ctx *x, const struct cy_node *n, const char *path, struct con
 	const struct cy_node *m, *src, *user, *pw, *pol;
 	char p[PATHSZ];
 
-	if (!expect_map(x, n, path, keys)) {
-		if (is_null(n))
-			err_at(x, n, "%s: expected a mapping, got nothing", path);
+	if (!cs_expect_map(x, n, path, keys)) {
+		if (cs_is_null(n))
+			cs_err_at(x, n, "%s: expected a mapping, got nothing", path);
 		return;
 	}
-	cl->pos = pos_of(n);
+	cl->pos = cs_pos_of(n);
 	get_name(x, n, path, &cl->name);
-	pol = map_get(n, "policy");
+	pol = cs_map_get(n, "policy");
 	if (!pol)
-		err_at(x, n, "%s: missing required key 'policy'", path);
+		cs_err_at(x, n, "%s: missing required key 'policy'", path);
 	else
-		get_str(x, pol, (pathf(p, path, ".policy"), p), &cl->policy);
-	m = map_get(n, "match");
-	pathf(p, path, ".match");
+		cs_get_str(x, pol, (cs_pathf(p, path, ".policy"), p), &cl->policy);
+	m = cs_map_get(n, "match");
+	cs_pathf(p, path, ".match");
 	if (!m) {
-		err_at(x, n, "%s: missing required key 'match'", path);
+		cs_err_at(x, n, "%s: missing required key 'match'", path);
 		return;
 	}
-	if (!expect_map(x, m, p, mkeys)) {
-		if (is_null(m))
-			err_at(x, m, "%s: empty: give source, or user and password", p);
+	if (!cs_expect_map(x, m, p, mkeys)) {
+		if (cs_is_null(m))
+			cs_err_at(x, m, "%s: empty: give source, or user and password", p);
 		return;
 	}
-	src = map_get(m, "source");
-	user = map_get(m, "user");
-	pw = map_get(m, "password");
+	src = cs_map_get(m, "source");
+	user = cs_map_get(m, "user");
+	pw = cs_map_get(m, "password");
 	if (src && (user || pw)) {
-		err_at(x, m, "%s: give either source, or user and password, not both", p);
+		cs_err_at(x, m, "%s: give either source, or user and password, not both", p);
 		return;
 	}
 	if (src) {
 		cl->match = CONF_MATCH_SOURCE;
-		get_cidr(x, src, (pathf(p, path, ".match.source"), p), &cl->source);
+		get_cidr(x, src, (cs_pathf(p, path, ".match.source"), p), &cl->source);
 	} else if (user || pw) {
 		cl->match = CONF_MATCH_USER;
 		if (!user || !pw) {
-			err_at(x, m, "%s: user and password go together", p);
+			cs_err_at(x, m, "%s: user and password go together", p);
 			return;
 		}
-		if (get_str(x, user, (pathf(p, path, ".match.user"), p), &cl->user) &&
+		if (cs_get_str(x, user, (cs_pathf(p, path, ".match.user"), p), &cl->user) &&
 		    (strchr(cl->user, ':') || user->len > 255))
-			err_at(x, user, "%s: a user name holds no ':' and is at most 255 bytes", p);
-		get_secret(x, pw, (pathf(p, path, ".match.password"), p), &cl->password);
+			cs_err_at(x, user, "%s: a user name holds no ':' and is at most 255 bytes", p);
+		cs_get_secret(x, pw, (cs_pathf(p, path, ".match.password"), p), &cl->password);
 	} else {
-		err_at(x, m, "%s: empty: give source, or user and password", p);
+		cs_err_at(x, m, "%s: empty: give source, or user and password", p);
 	}
 }
 
@@ -1115,17 +1096,17 @@ load_dns(struct ctx *x, const struct cy_node *n)
 	const struct cy_node *sv;
 	size_t cnt;
 
-	if (!expect_map(x, n, "gateway.dns", keys))
+	if (!cs_expect_map(x, n, "gateway.dns", keys))
 		return;
-	get_u32(x, map_get(n, "timeout_ms"), "gateway.dns.timeout_ms", 100, 60000, &g->dns_timeout_ms);
-	get_u32(x, map_get(n, "attempts"), "gateway.dns.attempts", 1, 10, &g->dns_attempts);
-	get_u32(x, map_get(n, "cache_size"), "gateway.dns.cache_size", 0, 1000000, &g->dns_cache_size);
-	sv = map_get(n, "servers");
+	get_u32(x, cs_map_get(n, "timeout_ms"), "gateway.dns.timeout_ms", 100, 60000, &g->dns_timeout_ms);
+	get_u32(x, cs_map_get(n, "attempts"), "gateway.dns.attempts", 1, 10, &g->dns_attempts);
+	get_u32(x, cs_map_get(n, "cache_size"), "gateway.dns.cache_size", 0, 1000000, &g->dns_cache_size);
+	sv = cs_map_get(n, "servers");
 	if (!sv)
 		return;
-	if (!get_seq(x, sv, "gateway.dns.servers", &cnt)) {
-		if (sv->kind == CY_SEQ || is_null(sv))
-			err_at(x, sv, "gateway.dns.servers: empty: give 'system' or addresses");
+	if (!cs_get_seq(x, sv, "gateway.dns.servers", &cnt)) {
+		if (sv->kind == CY_SEQ || cs_is_null(sv))
+			cs_err_at(x, sv, "gateway.dns.servers: empty: give 'system' or addresses");
 		return;
 	}
 	g->dns_servers = conf_arena_alloc(x->a, cnt * sizeof(*g->dns_servers));
@@ -1135,10 +1116,10 @@ load_dns(struct ctx *x, const struct cy_node *n)
 		struct conf_dns_server *ds = &g->dns_servers[g->ndns_servers];
 		char p[PATHSZ], buf[80];
 
-		pathf(p, "gateway.dns.servers", "[%zu]", i);
+		cs_pathf(p, "gateway.dns.servers", "[%zu]", i);
 		if (!scalar(x, it, p, "'system' or an address"))
 			continue;
-		ds->pos = pos_of(it);
+		ds->pos = cs_pos_of(it);
 		if (strcmp(it->str, "system") == 0) {
 			ds->kind = CONF_DNS_SYSTEM;
 			g->ndns_servers++;
@@ -1163,7 +1144,7 @@ load_dns(struct ctx *x, const struct cy_node *n)
 
 			if (!get_hostport(x, it, p, &hp)) {
 				if (x->errors == before)
-					err_at(x, it, "%s: expected 'system', IP or IP:PORT, got '%s'", p,
+					cs_err_at(x, it, "%s: expected 'system', IP or IP:PORT, got '%s'", p,
 					       shown(it, buf, sizeof(buf)));
 				continue;
 			}
@@ -1186,58 +1167,58 @@ load_gateway(struct ctx *x, const struct cy_node *n)
 	const struct cy_node *w, *l, *lim, *cl, *al;
 	size_t cnt;
 
-	if (!expect_map(x, n, "gateway", keys))
+	if (!cs_expect_map(x, n, "gateway", keys))
 		return;
-	w = map_get(n, "workers");
+	w = cs_map_get(n, "workers");
 	if (w && !(w->kind == CY_SCALAR && w->plain && strcmp(w->str, "auto") == 0)) {
 		if (w->kind == CY_SCALAR && w->plain && !isdigit((unsigned char)w->str[0]) &&
 		    w->str[0] != '-') {
 			char buf[64];
 
-			err_at(x, w, "gateway.workers: expected auto or an integer in 1..256, got '%s'",
+			cs_err_at(x, w, "gateway.workers: expected auto or an integer in 1..256, got '%s'",
 			       shown(w, buf, sizeof(buf)));
 		} else {
 			get_u32(x, w, "gateway.workers", 1, 256, &g->workers);
 		}
 	}
-	l = map_get(n, "listen");
-	if (l && is_null(l)) {
+	l = cs_map_get(n, "listen");
+	if (l && cs_is_null(l)) {
 		memset(&g->listen_forward, 0, sizeof(g->listen_forward));
 		memset(&g->listen_socks, 0, sizeof(g->listen_socks));
-	} else if (expect_map(x, l, "gateway.listen", lkeys)) {
-		get_hostport(x, map_get(l, "forward"), "gateway.listen.forward", &g->listen_forward);
-		get_hostport(x, map_get(l, "socks"), "gateway.listen.socks", &g->listen_socks);
+	} else if (cs_expect_map(x, l, "gateway.listen", lkeys)) {
+		get_hostport(x, cs_map_get(l, "forward"), "gateway.listen.forward", &g->listen_forward);
+		get_hostport(x, cs_map_get(l, "socks"), "gateway.listen.socks", &g->listen_socks);
 		if (g->listen_forward.set && g->listen_socks.set &&
 		    g->listen_forward.port == g->listen_socks.port &&
 		    g->listen_forward.addrlen == g->listen_socks.addrlen &&
 		    memcmp(&g->listen_forward.addr, &g->listen_socks.addr, g->listen_forward.addrlen) == 0)
-			err_at(x, map_get(l, "socks"), "gateway.listen.socks: the same address as gateway.listen.forward");
+			cs_err_at(x, cs_map_get(l, "socks"), "gateway.listen.socks: the same address as gateway.listen.forward");
 	}
-	load_dns(x, map_get(n, "dns"));
-	lim = map_get(n, "limits");
-	if (expect_map(x, lim, "gateway.limits", limkeys)) {
-		get_u32(x, map_get(lim, "max_connections"), "gateway.limits.max_connections",
+	load_dns(x, cs_map_get(n, "dns"));
+	lim = cs_map_get(n, "limits");
+	if (cs_expect_map(x, lim, "gateway.limits", limkeys)) {
+		get_u32(x, cs_map_get(lim, "max_connections"), "gateway.limits.max_connections",
 			1, 1000000, &g->max_connections);
-		get_u32(x, map_get(lim, "max_header_bytes"), "gateway.limits.max_header_bytes",
+		get_u32(x, cs_map_get(lim, "max_header_bytes"), "gateway.limits.max_header_bytes",
 			1024, 1048576, &g->max_header_bytes);
-		get_u32(x, map_get(lim, "connect_timeout_ms"), "gateway.limits.connect_timeout_ms",
+		get_u32(x, cs_map_get(lim, "connect_timeout_ms"), "gateway.limits.connect_timeout_ms",
 			100, 600000, &g->connect_timeout_ms);
-		get_u32(x, map_get(lim, "idle_timeout_ms"), "gateway.limits.idle_timeout_ms",
+		get_u32(x, cs_map_get(lim, "idle_timeout_ms"), "gateway.limits.idle_timeout_ms",
 			1000, 86400000, &g->idle_timeout_ms);
 	}
-	al = map_get(n, "access_log");
-	if (get_str(x, al, "gateway.access_log", &g->access_log) &&
+	al = cs_map_get(n, "access_log");
+	if (cs_get_str(x, al, "gateway.access_log", &g->access_log) &&
 	    strcmp(g->access_log, "stderr") != 0 && strcmp(g->access_log, "off") != 0 &&
 	    g->access_log[0] != '/')
-		err_at(x, al, "gateway.access_log: expected stderr, off or an absolute path");
-	cl = map_get(n, "clients");
-	if (get_seq(x, cl, "gateway.clients", &cnt)) {
+		cs_err_at(x, al, "gateway.access_log: expected stderr, off or an absolute path");
+	cl = cs_map_get(n, "clients");
+	if (cs_get_seq(x, cl, "gateway.clients", &cnt)) {
 		g->clients = conf_arena_alloc(x->a, cnt * sizeof(*g->clients));
 		g->nclients = cnt;
 		for (size_t i = 0; i < cnt; i++) {
 			char p[PATHSZ];
 
-			pathf(p, "gateway.clients", "[%zu]", i);
+			cs_pathf(p, "gateway.clients", "[%zu]", i);
 			load_client(x, cl->items[i], p, &g->clients[i]);
 		}
 		check_unique(x, cl, "client", "gateway.clients", g->clients, cnt,
@@ -1248,7 +1229,7 @@ load_gateway(struct ctx *x, const struct cy_node *n)
 
 				if (a->match == CONF_MATCH_USER && b->match == CONF_MATCH_USER &&
 				    a->user && b->user && strcmp(a->user, b->user) == 0) {
-					err_at(x, map_get(map_get(cl->items[i], "match"), "user"),
+					cs_err_at(x, cs_map_get(cs_map_get(cl->items[i], "match"), "user"),
 					       "gateway.clients[%zu].match.user: user '%s' is already client '%s'",
 					       i, a->user, b->name ? b->name : "?");
 					break;
@@ -1266,7 +1247,7 @@ load_lanes(struct ctx *x, const struct cy_node *n)
 	struct conf *c = x->c;
 	size_t cnt;
 
-	if (!get_seq(x, n, "lanes", &cnt))
+	if (!cs_get_seq(x, n, "lanes", &cnt))
 		return;
 	c->lanes = conf_arena_alloc(x->a, cnt * sizeof(*c->lanes));
 	c->nlanes = cnt;
@@ -1275,33 +1256,33 @@ load_lanes(struct ctx *x, const struct cy_node *n)
 		struct conf_lane *ln = &c->lanes[i];
 		char p[PATHSZ], q[PATHSZ];
 
-		pathf(p, "lanes", "[%zu]", i);
-		if (!expect_map(x, it, p, keys)) {
-			if (is_null(it))
-				err_at(x, it, "%s: expected a mapping, got nothing", p);
+		cs_pathf(p, "lanes", "[%zu]", i);
+		if (!cs_expect_map(x, it, p, keys)) {
+			if (cs_is_null(it))
+				cs_err_at(x, it, "%s: expected a mapping, got nothing", p);
 			continue;
 		}
-		ln->pos = pos_of(it);
+		ln->pos = cs_pos_of(it);
 		get_name(x, it, p, &ln->name);
-		sub = map_get(it, "subnet");
+		sub = cs_map_get(it, "subnet");
 		if (!sub) {
-			err_at(x, it, "%s: missing required key 'subnet'", p);
-		} else if (get_cidr(x, sub, (pathf(q, p, ".subnet"), q), &ln->subnet)) {
+			cs_err_at(x, it, "%s: missing required key 'subnet'", p);
+		} else if (get_cidr(x, sub, (cs_pathf(q, p, ".subnet"), q), &ln->subnet)) {
 			/* A lane needs a gateway address, a broadcast and room
 			 * for sandboxes; IPv6 lanes come later. */
 			if (ln->subnet.family != AF_INET) {
-				err_at(x, sub, "%s: lanes are IPv4 subnets for now", q);
+				cs_err_at(x, sub, "%s: lanes are IPv4 subnets for now", q);
 				ln->subnet.family = 0;
 			} else if (ln->subnet.prefix < 8 || ln->subnet.prefix > 29) {
-				err_at(x, sub, "%s: prefix length /%u is out of range /8../29", q,
+				cs_err_at(x, sub, "%s: prefix length /%u is out of range /8../29", q,
 				       ln->subnet.prefix);
 				ln->subnet.family = 0;
 			}
 		}
-		get_bool(x, map_get(it, "transparent"), (pathf(q, p, ".transparent"), q), &ln->transparent);
-		doors = map_get(it, "doors");
-		pathf(q, p, ".doors");
-		if (expect_map(x, doors, q, dkeys)) {
+		cs_get_bool(x, cs_map_get(it, "transparent"), (cs_pathf(q, p, ".transparent"), q), &ln->transparent);
+		doors = cs_map_get(it, "doors");
+		cs_pathf(q, p, ".doors");
+		if (cs_expect_map(x, doors, q, dkeys)) {
 			const char *dn[3] = { "forward", "socks", "intercept" };
 			uint16_t *dv[3] = { &ln->door_forward, &ln->door_socks, &ln->door_intercept };
 			uint32_t v;
@@ -1309,22 +1290,22 @@ load_lanes(struct ctx *x, const struct cy_node *n)
 			for (int k = 0; k < 3; k++) {
 				char r[PATHSZ];
 
-				pathf(r, q, ".%s", dn[k]);
-				if (get_u32(x, map_get(doors, dn[k]), r, 1, 65535, &v))
+				cs_pathf(r, q, ".%s", dn[k]);
+				if (get_u32(x, cs_map_get(doors, dn[k]), r, 1, 65535, &v))
 					*dv[k] = (uint16_t)v;
 			}
 			for (int k = 0; k < 3; k++)
 				for (int j = 0; j < k; j++)
 					if (*dv[k] && *dv[k] == *dv[j])
-						err_at(x, map_get(doors, dn[k]), "%s.%s: port %u is already the %s door",
+						cs_err_at(x, cs_map_get(doors, dn[k]), "%s.%s: port %u is already the %s door",
 						       q, dn[k], *dv[k], dn[j]);
 			ln->egress = ln->door_forward || ln->door_socks || ln->door_intercept;
 		}
 		if (ln->transparent && !ln->egress)
-			err_at(x, map_get(it, "transparent"),
+			cs_err_at(x, cs_map_get(it, "transparent"),
 			       "%s.transparent: a lane without doors has nothing to redirect to", p);
 		if (ln->transparent && ln->egress && (!ln->door_forward || !ln->door_intercept))
-			err_at(x, map_get(it, "transparent"),
+			cs_err_at(x, cs_map_get(it, "transparent"),
 			       "%s.transparent: needs both a forward and an intercept door", p);
 	}
 	check_unique(x, n, "lane", "lanes", c->lanes, cnt, sizeof(*c->lanes),
@@ -1339,7 +1320,7 @@ load_lanes(struct ctx *x, const struct cy_node *n)
 				continue;
 			cidr_text(&a->subnet, ta, sizeof(ta));
 			cidr_text(&b->subnet, tb, sizeof(tb));
-			err_at(x, map_get(n->items[i], "subnet"),
+			cs_err_at(x, cs_map_get(n->items[i], "subnet"),
 			       "lanes[%zu].subnet: %s overlaps lane '%s' (%s)", i, ta,
 			       b->name ? b->name : "?", tb);
 			break;
@@ -1355,84 +1336,40 @@ load_lanes(struct ctx *x, const struct cy_node *n)
  * keys the mapping may hold. Strings go to x->a. */
 static void
 load_policy(struct ctx *x, const struct cy_node *it, const char *p, const char *const *keys,
-	    struct conf_policy *po)
+	    struct conf_policy *po, bool saved)
 {
-	static const char *const ckeys[] = { "host", "header", "value", NULL };
 	static const char *const modes[] = { "enforce", "report", NULL };
-	const struct cy_node *cr, *ap;
+	const struct cy_node *ap;
 	char q[PATHSZ];
 	size_t k;
 	int v;
 
-	if (!expect_map(x, it, p, keys)) {
-		if (is_null(it))
-			err_at(x, it, "%s: expected a mapping, got nothing", p);
+	if (!cs_expect_map(x, it, p, keys)) {
+		if (cs_is_null(it))
+			cs_err_at(x, it, "%s: expected a mapping, got nothing", p);
 		return;
 	}
-	po->pos = pos_of(it);
+	po->pos = cs_pos_of(it);
 	get_name(x, it, p, &po->name);
-	if (get_enum(x, map_get(it, "mode"), (pathf(q, p, ".mode"), q), modes, &v))
+	if (cs_get_enum(x, cs_map_get(it, "mode"), (cs_pathf(q, p, ".mode"), q), modes, &v))
 		po->mode = (enum conf_policy_mode)v;
-	get_hostpats(x, map_get(it, "allow"), (pathf(q, p, ".allow"), q), &po->allow);
-	get_hostpats(x, map_get(it, "deny"), (pathf(q, p, ".deny"), q), &po->deny);
-	get_hostpats(x, map_get(it, "intercept"), (pathf(q, p, ".intercept"), q), &po->intercept);
-	ap = map_get(it, "allow_private");
-	pathf(q, p, ".allow_private");
-	if (get_seq(x, ap, q, &k)) {
+	get_hostpats(x, cs_map_get(it, "allow"), (cs_pathf(q, p, ".allow"), q), &po->allow);
+	get_hostpats(x, cs_map_get(it, "deny"), (cs_pathf(q, p, ".deny"), q), &po->deny);
+	get_hostpats(x, cs_map_get(it, "intercept"), (cs_pathf(q, p, ".intercept"), q), &po->intercept);
+	ap = cs_map_get(it, "allow_private");
+	cs_pathf(q, p, ".allow_private");
+	if (cs_get_seq(x, ap, q, &k)) {
 		po->allow_private.v = conf_arena_alloc(x->a, k * sizeof(struct conf_cidr));
 		for (size_t j = 0; j < k; j++) {
 			char r[PATHSZ];
 
-			pathf(r, q, "[%zu]", j);
+			cs_pathf(r, q, "[%zu]", j);
 			if (get_cidr(x, ap->items[j], r, &po->allow_private.v[po->allow_private.n]))
 				po->allow_private.n++;
 		}
 	}
-	cr = map_get(it, "credentials");
-	pathf(q, p, ".credentials");
-	if (get_seq(x, cr, q, &k)) {
-		po->credentials = conf_arena_alloc(x->a, k * sizeof(*po->credentials));
-		for (size_t j = 0; j < k; j++) {
-			const struct cy_node *ci = cr->items[j], *h;
-			struct conf_credential *cd = &po->credentials[po->ncredentials];
-			char r[PATHSZ], s[PATHSZ];
-			bool ok = true;
-
-			pathf(r, q, "[%zu]", j);
-			if (!expect_map(x, ci, r, ckeys)) {
-				if (is_null(ci))
-					err_at(x, ci, "%s: expected a mapping, got nothing", r);
-				continue;
-			}
-			cd->pos = pos_of(ci);
-			for (const char *const *req = ckeys; *req; req++) {
-				if (!map_get(ci, *req)) {
-					err_at(x, ci, "%s: missing required key '%s'", r, *req);
-					ok = false;
-				}
-			}
-			if (!ok)
-				continue;
-			ok &= get_hostpat(x, map_get(ci, "host"), (pathf(s, r, ".host"), s), true, &cd->host);
-			h = map_get(ci, "header");
-			if (get_str(x, h, (pathf(s, r, ".header"), s), &cd->header)) {
-				for (size_t b = 0; b < h->len; b++) {
-					unsigned char ch = (unsigned char)h->str[b];
-
-					if (!(isalnum(ch) || strchr("!#$%&'*+-.^_`|~", ch))) {
-						err_at(x, h, "%s: '%s' is not an HTTP header name", s, cd->header);
-						ok = false;
-						break;
-					}
-				}
-			} else {
-				ok = false;
-			}
-			ok &= get_secret(x, map_get(ci, "value"), (pathf(s, r, ".value"), s), &cd->value);
-			if (ok)
-				po->ncredentials++;
-		}
-	}
+	cs_pathf(q, p, ".credentials");
+	cs_load_credentials(x, cs_map_get(it, "credentials"), q, po, saved);
 }
 
 static void
@@ -1442,15 +1379,15 @@ load_policies(struct ctx *x, const struct cy_node *n)
 	struct conf *c = x->c;
 	size_t cnt;
 
-	if (!get_seq(x, n, "policies", &cnt))
+	if (!cs_get_seq(x, n, "policies", &cnt))
 		return;
 	c->policies = conf_arena_alloc(x->a, cnt * sizeof(*c->policies));
 	c->npolicies = cnt;
 	for (size_t i = 0; i < cnt; i++) {
 		char p[PATHSZ];
 
-		pathf(p, "policies", "[%zu]", i);
-		load_policy(x, n->items[i], p, keys, &c->policies[i]);
+		cs_pathf(p, "policies", "[%zu]", i);
+		load_policy(x, n->items[i], p, keys, &c->policies[i], false);
 	}
 	check_unique(x, n, "policy", "policies", c->policies, cnt, sizeof(*c->policies),
 		     offsetof(struct conf_policy, name));
@@ -1463,7 +1400,7 @@ load_tenants(struct ctx *x, const struct cy_node *n)
 	struct conf *c = x->c;
 	size_t cnt;
 
-	if (!get_seq(x, n, "tenants", &cnt))
+	if (!cs_get_seq(x, n, "tenants", &cnt))
 		return;
 	c->tenants = conf_arena_alloc(x->a, cnt * sizeof(*c->tenants));
 	c->ntenants = cnt;
@@ -1473,46 +1410,46 @@ load_tenants(struct ctx *x, const struct cy_node *n)
 		char p[PATHSZ], q[PATHSZ];
 		size_t k;
 
-		pathf(p, "tenants", "[%zu]", i);
-		if (!expect_map(x, it, p, keys)) {
-			if (is_null(it))
-				err_at(x, it, "%s: expected a mapping, got nothing", p);
+		cs_pathf(p, "tenants", "[%zu]", i);
+		if (!cs_expect_map(x, it, p, keys)) {
+			if (cs_is_null(it))
+				cs_err_at(x, it, "%s: expected a mapping, got nothing", p);
 			continue;
 		}
-		t->pos = pos_of(it);
+		t->pos = cs_pos_of(it);
 		get_name(x, it, p, &t->name);
-		ks = map_get(it, "keys");
-		pathf(q, p, ".keys");
+		ks = cs_map_get(it, "keys");
+		cs_pathf(q, p, ".keys");
 		if (!ks) {
-			err_at(x, it, "%s: missing required key 'keys'", p);
-		} else if (get_seq(x, ks, q, &k)) {
+			cs_err_at(x, it, "%s: missing required key 'keys'", p);
+		} else if (cs_get_seq(x, ks, q, &k)) {
 			t->keys = conf_arena_alloc(x->a, k * sizeof(*t->keys));
 			for (size_t j = 0; j < k; j++) {
 				char r[PATHSZ];
 
-				pathf(r, q, "[%zu]", j);
-				if (get_secret(x, ks->items[j], r, &t->keys[t->nkeys]))
+				cs_pathf(r, q, "[%zu]", j);
+				if (cs_get_secret(x, ks->items[j], r, &t->keys[t->nkeys]))
 					t->nkeys++;
 			}
-		} else if (ks->kind == CY_SEQ || is_null(ks)) {
-			err_at(x, ks, "%s: empty: a tenant needs at least one key", q);
+		} else if (ks->kind == CY_SEQ || cs_is_null(ks)) {
+			cs_err_at(x, ks, "%s: empty: a tenant needs at least one key", q);
 		}
-		eg = map_get(it, "egress");
+		eg = cs_map_get(it, "egress");
 		if (eg) {
 			t->has_egress = true;
-			get_hostpats(x, eg, (pathf(q, p, ".egress"), q), &t->egress);
+			get_hostpats(x, eg, (cs_pathf(q, p, ".egress"), q), &t->egress);
 		}
-		get_u32(x, map_get(it, "max_claims"), (pathf(q, p, ".max_claims"), q), 0, 100000,
+		get_u32(x, cs_map_get(it, "max_claims"), (cs_pathf(q, p, ".max_claims"), q), 0, 100000,
 			&t->max_claims);
-		pl = map_get(it, "pools");
-		pathf(q, p, ".pools");
-		if (get_seq(x, pl, q, &k)) {
+		pl = cs_map_get(it, "pools");
+		cs_pathf(q, p, ".pools");
+		if (cs_get_seq(x, pl, q, &k)) {
 			t->pools = conf_arena_alloc(x->a, k * sizeof(*t->pools));
 			for (size_t j = 0; j < k; j++) {
 				char r[PATHSZ];
 
-				pathf(r, q, "[%zu]", j);
-				if (get_str(x, pl->items[j], r, &t->pools[t->npools]))
+				cs_pathf(r, q, "[%zu]", j);
+				if (cs_get_str(x, pl->items[j], r, &t->pools[t->npools]))
 					t->npools++;
 			}
 		}
@@ -1529,7 +1466,7 @@ load_tenants(struct ctx *x, const struct cy_node *n)
 					struct cy_node where = { .line = s1->pos.line, .col = s1->pos.col };
 
 					if (s1->len == s2->len && memcmp(s1->value, s2->value, s1->len) == 0)
-						err_at(x, &where, "tenants[%zu].keys[%zu]: the same key as at %u:%u; "
+						cs_err_at(x, &where, "tenants[%zu].keys[%zu]: the same key as at %u:%u; "
 						       "every key must name one tenant", i, a, s2->pos.line, s2->pos.col);
 				}
 }
@@ -1545,7 +1482,7 @@ load_pools(struct ctx *x, const struct cy_node *n)
 	struct conf *c = x->c;
 	size_t cnt;
 
-	if (!get_seq(x, n, "pools", &cnt))
+	if (!cs_get_seq(x, n, "pools", &cnt))
 		return;
 	c->pools = conf_arena_alloc(x->a, cnt * sizeof(*c->pools));
 	c->npools = cnt;
@@ -1563,18 +1500,18 @@ load_pools(struct ctx *x, const struct cy_node *n)
 		po->pids = 256;
 		po->ttl_default_s = 3600;
 		po->ttl_max_s = 86400;
-		pathf(p, "pools", "[%zu]", i);
-		if (!expect_map(x, it, p, keys)) {
-			if (is_null(it))
-				err_at(x, it, "%s: expected a mapping, got nothing", p);
+		cs_pathf(p, "pools", "[%zu]", i);
+		if (!cs_expect_map(x, it, p, keys)) {
+			if (cs_is_null(it))
+				cs_err_at(x, it, "%s: expected a mapping, got nothing", p);
 			continue;
 		}
-		po->pos = pos_of(it);
+		po->pos = cs_pos_of(it);
 		get_name(x, it, p, &po->name);
-		if (get_enum(x, map_get(it, "backend"), (pathf(q, p, ".backend"), q), backends, &v))
+		if (cs_get_enum(x, cs_map_get(it, "backend"), (cs_pathf(q, p, ".backend"), q), backends, &v))
 			po->backend = (enum conf_backend)v;
-		tp = map_get(it, "template");
-		if (get_str(x, tp, (pathf(q, p, ".template"), q), &po->template_dir)) {
+		tp = cs_map_get(it, "template");
+		if (cs_get_str(x, tp, (cs_pathf(q, p, ".template"), q), &po->template_dir)) {
 			if (strcmp(po->template_dir, "busybox") == 0) {
 				po->template_kind = CONF_TEMPLATE_BUSYBOX;
 				po->template_dir = NULL;
@@ -1584,36 +1521,36 @@ load_pools(struct ctx *x, const struct cy_node *n)
 			} else if (po->template_dir[0] == '/') {
 				po->template_kind = CONF_TEMPLATE_DIR;
 			} else {
-				err_at(x, tp, "%s: expected busybox, host or an absolute directory path", q);
+				cs_err_at(x, tp, "%s: expected busybox, host or an absolute directory path", q);
 				po->template_dir = NULL;
 			}
 		}
-		if (!map_get(it, "lane"))
-			err_at(x, it, "%s: missing required key 'lane'", p);
+		if (!cs_map_get(it, "lane"))
+			cs_err_at(x, it, "%s: missing required key 'lane'", p);
 		else
-			get_str(x, map_get(it, "lane"), (pathf(q, p, ".lane"), q), &po->lane);
-		if (!map_get(it, "policy"))
-			err_at(x, it, "%s: missing required key 'policy'", p);
+			cs_get_str(x, cs_map_get(it, "lane"), (cs_pathf(q, p, ".lane"), q), &po->lane);
+		if (!cs_map_get(it, "policy"))
+			cs_err_at(x, it, "%s: missing required key 'policy'", p);
 		else
-			get_str(x, map_get(it, "policy"), (pathf(q, p, ".policy"), q), &po->policy);
-		get_u32(x, map_get(it, "warm"), (pathf(q, p, ".warm"), q), 0, 1000, &po->warm);
-		wm = map_get(it, "warm_max");
+			cs_get_str(x, cs_map_get(it, "policy"), (cs_pathf(q, p, ".policy"), q), &po->policy);
+		get_u32(x, cs_map_get(it, "warm"), (cs_pathf(q, p, ".warm"), q), 0, 1000, &po->warm);
+		wm = cs_map_get(it, "warm_max");
 		if (!wm && po->warm > po->warm_max)
 			po->warm_max = po->warm;
-		if (get_u32(x, wm, (pathf(q, p, ".warm_max"), q), 0, 1000, &po->warm_max) &&
+		if (get_u32(x, wm, (cs_pathf(q, p, ".warm_max"), q), 0, 1000, &po->warm_max) &&
 		    po->warm > po->warm_max)
-			err_at(x, map_get(it, "warm"), "%s.warm: warm (%u) is greater than warm_max (%u)",
+			cs_err_at(x, cs_map_get(it, "warm"), "%s.warm: warm (%u) is greater than warm_max (%u)",
 			       p, po->warm, po->warm_max);
-		lim = map_get(it, "limits");
-		pathf(q, p, ".limits");
-		if (expect_map(x, lim, q, lkeys)) {
-			const struct cy_node *cpu = map_get(lim, "cpus");
+		lim = cs_map_get(it, "limits");
+		cs_pathf(q, p, ".limits");
+		if (cs_expect_map(x, lim, q, lkeys)) {
+			const struct cy_node *cpu = cs_map_get(lim, "cpus");
 			char r[PATHSZ];
 
-			get_u32(x, map_get(lim, "memory_mb"), (pathf(r, q, ".memory_mb"), r), 16, 1048576,
+			get_u32(x, cs_map_get(lim, "memory_mb"), (cs_pathf(r, q, ".memory_mb"), r), 16, 1048576,
 				&po->memory_mb);
-			get_u32(x, map_get(lim, "pids"), (pathf(r, q, ".pids"), r), 8, 4194304, &po->pids);
-			pathf(r, q, ".cpus");
+			get_u32(x, cs_map_get(lim, "pids"), (cs_pathf(r, q, ".pids"), r), 8, 4194304, &po->pids);
+			cs_pathf(r, q, ".cpus");
 			if (cpu && scalar(x, cpu, r, "a number of CPUs")) {
 				char *end, buf[64];
 				double d;
@@ -1622,26 +1559,26 @@ load_pools(struct ctx *x, const struct cy_node *n)
 				d = strtod(cpu->str, &end);
 				if (!cpu->plain || *end || end == cpu->str || errno ||
 				    !isdigit((unsigned char)cpu->str[0]))
-					err_at(x, cpu, "%s: expected a number of CPUs like 0.5 or 2, got '%s'",
+					cs_err_at(x, cpu, "%s: expected a number of CPUs like 0.5 or 2, got '%s'",
 					       r, shown(cpu, buf, sizeof(buf)));
 				else if (d < 0.01 || d > 1024)
-					err_at(x, cpu, "%s: %s is out of range 0.01..1024", r,
+					cs_err_at(x, cpu, "%s: %s is out of range 0.01..1024", r,
 					       shown(cpu, buf, sizeof(buf)));
 				else
 					po->cpus_milli = (uint32_t)(d * 1000 + 0.5);
 			}
 		}
-		ttl = map_get(it, "ttl");
-		pathf(q, p, ".ttl");
-		if (expect_map(x, ttl, q, tkeys)) {
+		ttl = cs_map_get(it, "ttl");
+		cs_pathf(q, p, ".ttl");
+		if (cs_expect_map(x, ttl, q, tkeys)) {
 			char r[PATHSZ];
 
-			get_u32(x, map_get(ttl, "max_seconds"), (pathf(r, q, ".max_seconds"), r), 1,
+			get_u32(x, cs_map_get(ttl, "max_seconds"), (cs_pathf(r, q, ".max_seconds"), r), 1,
 				31536000, &po->ttl_max_s);
-			if (get_u32(x, map_get(ttl, "default_seconds"), (pathf(r, q, ".default_seconds"), r),
+			if (get_u32(x, cs_map_get(ttl, "default_seconds"), (cs_pathf(r, q, ".default_seconds"), r),
 				    1, 31536000, &po->ttl_default_s) &&
 			    po->ttl_default_s > po->ttl_max_s)
-				err_at(x, map_get(ttl, "default_seconds"),
+				cs_err_at(x, cs_map_get(ttl, "default_seconds"),
 				       "%s: default_seconds (%u) is greater than max_seconds (%u)", r,
 				       po->ttl_default_s, po->ttl_max_s);
 		}
@@ -1657,19 +1594,19 @@ load_certs(struct ctx *x, const struct cy_node *n)
 					    "leaf_validity_days", NULL };
 	struct conf_certs *ce = &x->c->certs;
 
-	if (!expect_map(x, n, "certs", keys))
+	if (!cs_expect_map(x, n, "certs", keys))
 		return;
-	if (get_str(x, map_get(n, "ca_cert"), "certs.ca_cert", &ce->ca_cert) && ce->ca_cert[0] != '/')
-		err_at(x, map_get(n, "ca_cert"), "certs.ca_cert: must be an absolute path");
-	if (get_str(x, map_get(n, "ca_key"), "certs.ca_key", &ce->ca_key) && ce->ca_key[0] != '/')
-		err_at(x, map_get(n, "ca_key"), "certs.ca_key: must be an absolute path");
-	if (get_str(x, map_get(n, "upstream_ca"), "certs.upstream_ca", &ce->upstream_ca) &&
+	if (cs_get_str(x, cs_map_get(n, "ca_cert"), "certs.ca_cert", &ce->ca_cert) && ce->ca_cert[0] != '/')
+		cs_err_at(x, cs_map_get(n, "ca_cert"), "certs.ca_cert: must be an absolute path");
+	if (cs_get_str(x, cs_map_get(n, "ca_key"), "certs.ca_key", &ce->ca_key) && ce->ca_key[0] != '/')
+		cs_err_at(x, cs_map_get(n, "ca_key"), "certs.ca_key: must be an absolute path");
+	if (cs_get_str(x, cs_map_get(n, "upstream_ca"), "certs.upstream_ca", &ce->upstream_ca) &&
 	    ce->upstream_ca[0] != '/')
-		err_at(x, map_get(n, "upstream_ca"), "certs.upstream_ca: must be an absolute path");
-	get_u32(x, map_get(n, "cache_size"), "certs.cache_size", 1, 1000000, &ce->cache_size);
+		cs_err_at(x, cs_map_get(n, "upstream_ca"), "certs.upstream_ca: must be an absolute path");
+	get_u32(x, cs_map_get(n, "cache_size"), "certs.cache_size", 1, 1000000, &ce->cache_size);
 	/* 397 days: the longest server certificate browsers and the CA/B
 	 * Forum baseline accept. */
-	get_u32(x, map_get(n, "leaf_validity_days"), "certs.leaf_validity_days", 1, 397,
+	get_u32(x, cs_map_get(n, "leaf_validity_days"), "certs.leaf_validity_days", 1, 397,
 		&ce->leaf_validity_days);
 }
 
@@ -1703,18 +1640,18 @@ load_preview(struct ctx *x, const struct cy_node *n)
 	const struct cy_node *dn;
 	char err[160];
 
-	if (!expect_map(x, n, "preview", keys))
+	if (!cs_expect_map(x, n, "preview", keys))
 		return;
-	dn = map_get(n, "domain");
-	if (get_str(x, dn, "preview.domain", &pv->domain)) {
+	dn = cs_map_get(n, "domain");
+	if (cs_get_str(x, dn, "preview.domain", &pv->domain)) {
 		for (char *s = pv->domain; *s; s++)
 			*s = (char)tolower((unsigned char)*s);
 		if (conf_host_check(pv->domain, false, err, sizeof(err)) < 0) {
-			err_at(x, dn, "preview.domain: bad domain: %s", err);
+			cs_err_at(x, dn, "preview.domain: bad domain: %s", err);
 			pv->domain = NULL;
 		}
 	}
-	get_hostport(x, map_get(n, "listen"), "preview.listen", &pv->listen);
+	get_hostport(x, cs_map_get(n, "listen"), "preview.listen", &pv->listen);
 }
 
 /* The pools' lanes and policies, once lanes, policies and pools are loaded;
@@ -1729,14 +1666,14 @@ link_pool_refs(struct ctx *x, const struct cy_node *seq)
 		char p[PATHSZ];
 
 		if (po->lane) {
-			pathf(p, "pools", "[%zu].lane", i);
-			resolve_ref(x, map_get(seq->items[i], "lane"), p, "lane", po->lane, c->lanes,
+			cs_pathf(p, "pools", "[%zu].lane", i);
+			resolve_ref(x, cs_map_get(seq->items[i], "lane"), p, "lane", po->lane, c->lanes,
 				    c->nlanes, sizeof(*c->lanes), offsetof(struct conf_lane, name),
 				    &po->lane_idx);
 		}
 		if (po->policy) {
-			pathf(p, "pools", "[%zu].policy", i);
-			resolve_ref(x, map_get(seq->items[i], "policy"), p, "policy", po->policy,
+			cs_pathf(p, "pools", "[%zu].policy", i);
+			resolve_ref(x, cs_map_get(seq->items[i], "policy"), p, "policy", po->policy,
 				    c->policies, c->npolicies, sizeof(*c->policies),
 				    offsetof(struct conf_policy, name), &po->policy_idx);
 		}
@@ -1750,28 +1687,28 @@ link_refs(struct ctx *x, const struct cy_node *root)
 	struct conf *c = x->c;
 	const struct cy_node *seq;
 
-	seq = map_get(map_get(root, "gateway"), "clients");
+	seq = cs_map_get(cs_map_get(root, "gateway"), "clients");
 	for (size_t i = 0; i < c->gateway.nclients; i++) {
 		struct conf_client *cl = &c->gateway.clients[i];
 		char p[PATHSZ];
 
 		if (!cl->policy)
 			continue;
-		pathf(p, "gateway.clients", "[%zu].policy", i);
-		resolve_ref(x, map_get(seq->items[i], "policy"), p, "policy", cl->policy,
+		cs_pathf(p, "gateway.clients", "[%zu].policy", i);
+		resolve_ref(x, cs_map_get(seq->items[i], "policy"), p, "policy", cl->policy,
 			    c->policies, c->npolicies, sizeof(*c->policies),
 			    offsetof(struct conf_policy, name), &cl->policy_idx);
 	}
-	link_pool_refs(x, map_get(root, "pools"));
-	seq = map_get(root, "tenants");
+	link_pool_refs(x, cs_map_get(root, "pools"));
+	seq = cs_map_get(root, "tenants");
 	for (size_t i = 0; i < c->ntenants; i++) {
-		const struct cy_node *pl = map_get(seq->items[i], "pools");
+		const struct cy_node *pl = cs_map_get(seq->items[i], "pools");
 
 		for (size_t j = 0; j < c->tenants[i].npools; j++) {
 			char p[PATHSZ];
 			size_t idx;
 
-			pathf(p, "tenants", "[%zu].pools[%zu]", i, j);
+			cs_pathf(p, "tenants", "[%zu].pools[%zu]", i, j);
 			resolve_ref(x, pl->items[j], p, "pool", c->tenants[i].pools[j], c->pools,
 				    c->npools, sizeof(*c->pools), offsetof(struct conf_pool, name), &idx);
 		}
@@ -1849,17 +1786,17 @@ conf_load_mem(const char *name, const char *buf, size_t len, struct conf_diag *d
 	if (!ok)
 		x.errors++;
 	if (root && root->kind != CY_MAP) {
-		err_at(&x, root, "the configuration must be a mapping of sections (daemon, api, gateway, ...)");
-	} else if (root && expect_map(&x, root, "the configuration", keys)) {
-		load_daemon(&x, map_get(root, "daemon"));
-		load_api(&x, map_get(root, "api"));
-		load_gateway(&x, map_get(root, "gateway"));
-		load_lanes(&x, map_get(root, "lanes"));
-		load_policies(&x, map_get(root, "policies"));
-		load_tenants(&x, map_get(root, "tenants"));
-		load_pools(&x, map_get(root, "pools"));
-		load_certs(&x, map_get(root, "certs"));
-		load_preview(&x, map_get(root, "preview"));
+		cs_err_at(&x, root, "the configuration must be a mapping of sections (daemon, api, gateway, ...)");
+	} else if (root && cs_expect_map(&x, root, "the configuration", keys)) {
+		load_daemon(&x, cs_map_get(root, "daemon"));
+		load_api(&x, cs_map_get(root, "api"));
+		load_gateway(&x, cs_map_get(root, "gateway"));
+		load_lanes(&x, cs_map_get(root, "lanes"));
+		load_policies(&x, cs_map_get(root, "policies"));
+		load_tenants(&x, cs_map_get(root, "tenants"));
+		load_pools(&x, cs_map_get(root, "pools"));
+		load_certs(&x, cs_map_get(root, "certs"));
+		load_preview(&x, cs_map_get(root, "preview"));
 		link_refs(&x, root);
 	}
 	certs_in_data_dir(&x);
@@ -1889,7 +1826,7 @@ conf_load_pools_tree(struct conf *c, const struct cy_node *seq, const char *file
 			const char *name = c->tenants[i].pools[j];
 
 			if (!conf_pool_find(c, name))
-				err_at(&x, seq, "pools: tenant '%s' may claim pool '%s' "
+				cs_err_at(&x, seq, "pools: tenant '%s' may claim pool '%s' "
 				       "(tenants[%zu].pools[%zu] of the configuration), which "
 				       "this set lacks: keep that pool, or edit the tenant first",
 				       c->tenants[i].name ? c->tenants[i].name : "?", name, i, j);
@@ -1921,20 +1858,20 @@ conf_load_layer_tree(struct conf_layer *l, const struct cy_node *item, const cha
 	l->has_narrow = false;
 	memset(&l->narrow, 0, sizeof(l->narrow));
 	if (!item || item->kind != CY_MAP) {
-		err_at(&x, item, "%s: expected a mapping, got %s", root,
+		cs_err_at(&x, item, "%s: expected a mapping, got %s", root,
 		       item ? kind_name(item) : "nothing");
 		return x.errors;
 	}
-	load_policy(&x, item, root, keys, po);
+	load_policy(&x, item, root, keys, po, true);
 	/* Required: a layer that lost its list must not come back wider. */
-	eg = map_get(item, "tenant_egress");
-	pathf(q, root, ".tenant_egress");
+	eg = cs_map_get(item, "tenant_egress");
+	cs_pathf(q, root, ".tenant_egress");
 	if (!eg) {
-		err_at(&x, item, "%s: missing required key 'tenant_egress' (null: no tenant list)",
+		cs_err_at(&x, item, "%s: missing required key 'tenant_egress' (null: no tenant list)",
 		       root);
-	} else if (!is_null(eg)) {
+	} else if (!cs_is_null(eg)) {
 		if (eg->kind != CY_SEQ) {
-			err_at(&x, eg, "%s: expected a list of host patterns or null, got %s", q,
+			cs_err_at(&x, eg, "%s: expected a list of host patterns or null, got %s", q,
 			       kind_name(eg));
 		} else {
 			l->has_narrow = true;

@@ -94,6 +94,18 @@ struct conf_layer *conf_layer_from_json(const json_t *saved, struct conf_diag *d
 /* Frees l and wipes the credential values it holds. NULL is a no-op. */
 void conf_layer_free(struct conf_layer *l);
 
+/* Credentials (conf_cred.c), for every way one comes in (the file, a
+ * claim's body): true when a header may not be set by a credential (it
+ * frames, routes or belongs to the proxy: Host, Content-Length,
+ * Transfer-Encoding, Connection, Upgrade, TE, Trailer, Keep-Alive, Cookie,
+ * Proxy-*, a pseudo-header); 0 when a value is 1..CONF_CRED_VALUE_MAX
+ * bytes of visible ASCII, space and tab, else -1; true when s is a
+ * sentinel as sluice makes them. */
+bool conf_cred_header_forbidden(const char *name);
+int conf_cred_value_check(const char *v, size_t len);
+bool conf_cred_sentinel_ok(const char *s);
+const char *conf_cred_kind_name(enum conf_cred_kind k);
+
 const char *conf_log_level_name(enum conf_log_level l);
 const char *conf_policy_mode_name(enum conf_policy_mode m);
 const char *conf_backend_name(enum conf_backend b);

@@ -125,8 +125,12 @@ conf_copy_but_pools(const struct conf *base)
 		for (size_t j = 0; j < po->ncredentials; j++) {
 			struct conf_credential *cd = &po->credentials[j];
 
+			cd->name = dup_str(a, cd->name);
 			cd->host.host = dup_str(a, cd->host.host);
 			cd->header = dup_str(a, cd->header);
+			cd->user = dup_str(a, cd->user);
+			cd->param = dup_str(a, cd->param);
+			cd->env = dup_str(a, cd->env);
 			dup_secret(a, &cd->value);
 		}
 		po->allow_private.v = dup_mem(a, po->allow_private.v,

@@ -214,6 +214,26 @@ strv_free(char **v, size_t n)
 	free(v);
 }
 
+static int strv_dup(const char *const *in, size_t n, char ***out);
+
+/* A claim's env: the request's, then its layer's (placeholders). */
+static int
+claim_env(struct pool_mgr *m, const struct pool_claim_req *req, void *layer, struct pool_sbx *s)
+{
+	char lenv[POOL_LAYER_ENV_MAX][POOL_LAYER_ENV_LEN];
+	const char *all[POOL_ENV_MAX + POOL_LAYER_ENV_MAX];
+	size_t n = 0, ln = m->host.layer_env ? m->host.layer_env(layer, lenv, POOL_LAYER_ENV_MAX) : 0;
+
+	for (size_t i = 0; i < req->nenv && n < POOL_ENV_MAX; i++)
+		all[n++] = req->env[i];
+	for (size_t i = 0; i < ln; i++)
+		all[n++] = lenv[i];
+	if (strv_dup(all, n, &s->env) < 0)
+		return -ENOMEM;
+	s->nenv = n;
+	return 0;
+}
+
 static int
 strv_dup(const char *const *in, size_t n, char ***out)
 {
@@ -2045,14 +2065,13 @@ pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_f
 		goto abort;
 	}
 	s->unlocked = true;
-	if (strv_dup(req->env, req->nenv, &s->env) < 0 ||
+	if (claim_env(m, req, layer, s) < 0 ||
 	    strv_dup(req->labels, req->nlabels, &s->labels) < 0) {
 		m->host.layer_unref(layer);
 		snprintf(err, errsz, "out of memory");
 		rc = -ENOMEM;
 		goto abort;
 	}
-	s->nenv = req->nenv;
 	s->nlabels = req->nlabels;
 	s->layer_saved = m->host.layer_save ? m->host.layer_save(layer) : NULL;
 

@@ -84,6 +84,10 @@ struct pool_netinfo {
 	size_t nenv;
 };
 
+/* A layer's variables (pool_host.layer_env). */
+#define POOL_LAYER_ENV_MAX 16
+#define POOL_LAYER_ENV_LEN 112
+
 struct pool_host {
 	void *arg;
 	void (*log)(void *arg, enum pool_log_level level, const char *msg);
@@ -109,6 +113,11 @@ struct pool_host {
 	 * again): for claims that outlive the daemon. */
 	struct json_t *(*layer_save)(void *layer);
 	void *(*layer_load)(void *arg, const struct json_t *saved, char *err, size_t errsz);
+	/* The variables a layer gives each command of its claim ("NAME=value":
+	 * its placeholders' sentinels, which are no secrets), at most max, into
+	 * out; how many. NULL: none. Added after the claim's own env, so they
+	 * win. */
+	size_t (*layer_env)(void *layer, char out[][POOL_LAYER_ENV_LEN], size_t max);
 	/* attach with the address a re-adopted sandbox had. */
 	int (*adopt_net)(void *arg, const char *id, const char *lane, struct in_addr addr,
 			 struct pool_netinfo *out, char *err, size_t errsz);

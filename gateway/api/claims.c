@@ -212,6 +212,29 @@ on_adopt_net(void *arg, const char *id, const char *lane, struct in_addr addr,
 	return attach_as(g, id, lane, &addr, out, err, errsz);
 }
 
+struct layer_env {
+	char (*out)[POOL_LAYER_ENV_LEN];
+	size_t n, max;
+};
+
+static void
+add_placeholder(void *arg, const char *env, const char *sentinel)
+{
+	struct layer_env *e = arg;
+
+	if (e->n < e->max)
+		snprintf(e->out[e->n++], POOL_LAYER_ENV_LEN, "%s=%s", env, sentinel);
+}
+
+static size_t
+on_layer_env(void *layer, char out[][POOL_LAYER_ENV_LEN], size_t max)
+{
+	struct layer_env e = { out, 0, max };
+
+	gw_policy_placeholders(layer, add_placeholder, &e);
+	return e.n;
+}
+
 static void *
 on_layer_ref(void *layer)
 {
@@ -366,6 +389,7 @@ gw_claims_start(struct conf *c, struct gw_fleet *f, const char *agent_path,
 	h.layer_version = on_layer_version;
 	h.layer_save = on_layer_save;
 	h.layer_load = on_layer_load;
+	h.layer_env = on_layer_env;
 	h.adopt_net = on_adopt_net;
 	h.ca_pem = ca_pem;
 	g->mgr = pool_mgr_new(&h, c, c->daemon.data_dir, err, errsz);

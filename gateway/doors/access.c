@@ -77,7 +77,7 @@ jstr(const char *s, char *buf, size_t bufsz)
 int
 gw_access_format(const struct gw_access *a, bool json, const char *ts, char *out, size_t outsz)
 {
-	char b[10][300];
+	char b[12][300];
 	int n;
 
 	if (json)
@@ -87,7 +87,7 @@ gw_access_format(const struct gw_access *a, bool json, const char *ts, char *out
 			     "\"host\":\"%s\",\"port\":%u,\"decision\":\"%s\",\"reason\":\"%s\","
 			     "\"upstream\":\"%s\",\"status\":%u,\"bytes_in\":%llu,\"bytes_out\":%llu,"
 			     "\"duration_ms\":%llu,\"mode\":\"%s\",\"sni\":\"%s\",\"alpn_down\":\"%s\","
-			     "\"alpn_up\":\"%s\"}",
+			     "\"alpn_up\":\"%s\",\"layer\":\"%s\",\"inject\":\"%s\"}",
 			     ts ? ts : "", a->door, jstr(a->client, b[0], sizeof(b[0])),
 			     jstr(a->src, b[1], sizeof(b[1])), jstr(a->policy, b[2], sizeof(b[2])),
 			     jstr(a->method, b[3], sizeof(b[3])), jstr(a->host, b[4], sizeof(b[4])),
@@ -96,12 +96,13 @@ gw_access_format(const struct gw_access *a, bool json, const char *ts, char *out
 			     (unsigned long long)a->bytes_in, (unsigned long long)a->bytes_out,
 			     (unsigned long long)a->duration_ms, jstr(a->mode, b[6], sizeof(b[6])),
 			     jstr(a->sni, b[7], sizeof(b[7])), jstr(a->alpn_down, b[8], sizeof(b[8])),
-			     jstr(a->alpn_up, b[9], sizeof(b[9])));
+			     jstr(a->alpn_up, b[9], sizeof(b[9])), jstr(a->layer, b[10], sizeof(b[10])),
+			     jstr(a->inject, b[11], sizeof(b[11])));
 	else
 		n = snprintf(out, outsz,
 			     "access door=%s client=%s src=%s policy=%s method=%s host=%s port=%u "
 			     "decision=%s reason=%s upstream=%s status=%u bytes_in=%llu bytes_out=%llu "
-			     "duration_ms=%llu mode=%s sni=%s alpn_down=%s alpn_up=%s",
+			     "duration_ms=%llu mode=%s sni=%s alpn_down=%s alpn_up=%s layer=%s inject=%s",
 			     a->door, token(a->client, b[0], sizeof(b[0])),
 			     token(a->src, b[1], sizeof(b[1])), token(a->policy, b[2], sizeof(b[2])),
 			     token(a->method, b[3], sizeof(b[3])), token(a->host, b[4], sizeof(b[4])),
@@ -110,7 +111,8 @@ gw_access_format(const struct gw_access *a, bool json, const char *ts, char *out
 			     (unsigned long long)a->bytes_in, (unsigned long long)a->bytes_out,
 			     (unsigned long long)a->duration_ms, token(a->mode, b[6], sizeof(b[6])),
 			     token(a->sni, b[7], sizeof(b[7])), token(a->alpn_down, b[8], sizeof(b[8])),
-			     token(a->alpn_up, b[9], sizeof(b[9])));
+			     token(a->alpn_up, b[9], sizeof(b[9])), token(a->layer, b[10], sizeof(b[10])),
+			     token(a->inject, b[11], sizeof(b[11])));
 	return n > 0 && (size_t)n < outsz ? n : -1;
 }
 

@@ -29,6 +29,8 @@ struct gw_access {
 	const char *sni;                /* the guest's server name, or NULL */
 	const char *alpn_down;          /* ALPN agreed with the guest (our TLS), or NULL */
 	const char *alpn_up;            /* ALPN agreed with the origin (our TLS), or NULL */
+	const char *layer;              /* the policy layer's version, or NULL */
+	const char *inject;             /* credential names injected, or NULL */
 };
 
 /* Where lines go: "stderr" (through the daemon's log, in its format),

@@ -85,6 +85,9 @@ struct gw_conn_req {
 	uint64_t bytes_in;              /* from the client */
 	uint64_t bytes_out;             /* to the client */
 	enum gw_conn_mode mode;
+	/* The credentials this request got (their names, ','-separated; never a
+	 * value): inject.h. */
+	char inject[160];
 	/* The connection's TLS facts, last: gw_conn_req_begin() clears what
 	 * comes before sni only. */
 	char sni[GW_HOST_MAX];          /* the guest's ClientHello's server name; "": none read */

@@ -221,6 +221,8 @@ gw_conn_log(struct gw_conn *c, enum gw_reason why)
 		.sni = r->sni[0] ? r->sni : NULL,
 		.alpn_down = r->alpn_down[0] ? r->alpn_down : NULL,
 		.alpn_up = r->alpn_up[0] ? r->alpn_up : NULL,
+		.layer = c->policy ? gw_policy_version(c->policy) : NULL,
+		.inject = r->inject[0] ? r->inject : NULL,
 	};
 
 	if (!r->open)

@@ -49,6 +49,7 @@ struct gw_h1x_half {
 	char *hbuf;
 	size_t hlen;
 	size_t hpos;
+	bool hsecret;           /* hbuf holds credentials: wiped when freed */
 	struct gw_h1_body body;
 	bool in_body;           /* head done, body under way */
 	bool done;              /* the message is complete (checked) */
@@ -57,6 +58,18 @@ struct gw_h1x_half {
 };
 
 struct gw_h1x;
+struct conf_credential;
+
+/* The credentials the request under way gets (inject.h): planned before
+ * the dial, applied when its head is rebuilt for an origin reached over
+ * sluice's own verified TLS (or in the clear, for those that say so). */
+#define GW_INJECT_MAX 8
+struct gw_inject {
+	const struct conf_credential *c[GW_INJECT_MAX];
+	size_t n;
+	size_t extra;           /* what the rebuilt head may grow by */
+	bool sentinels;         /* header values hold this layer's sentinels */
+};
 
 /* How an exchange's connection came in: the forward door's own (its
  * requests, CONNECT among them), or handed over by the SOCKS5 or the SNI
@@ -130,6 +143,7 @@ struct gw_h1x {
 	 * head again each time, so parsed stays at its start). */
 	bool resp_short;
 	bool head_timed;        /* the head deadline is armed */
+	struct gw_inject inj;
 };
 
 #endif

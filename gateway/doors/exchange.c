@@ -24,6 +24,7 @@
 #include "exchange.h"
 #include "message.h"
 #include "http1.h"
+#include "inject.h"
 #include "intercept.h"
 #include "xprt_tls.h"
 #include "log.h"
@@ -263,6 +264,10 @@ h1x_request(struct gw_h1x *x)
 	x->head_timed = false;
 	x->requests++;
 	if ((x->intercept ? gw_intercept_route(x) : x->route(x)) != 0)
+		return;
+	/* The credentials it gets, and every sentinel it holds checked,
+	 * before anything is dialled. */
+	if (gw_inject_plan(x) < 0)
 		return;
 	x->is_upgrade = !x->is_connect && is_websocket_upgrade(&x->reqh);
 	if (x->reqh.upgrade && !x->is_upgrade)

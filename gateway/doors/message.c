@@ -7,6 +7,7 @@
 
 #include "exchange-t.h"
 #include "http1.h"
+#include "inject.h"
 #include "message.h"
 #include "xprt.h"
 
@@ -45,6 +46,9 @@ gw_half_compact(struct gw_h1x_half *h)
 void
 gw_half_reset(struct gw_h1x_half *h)
 {
+	if (h->hsecret && h->hbuf)
+		explicit_bzero(h->hbuf, h->hlen);
+	h->hsecret = false;
 	free(h->hbuf);
 	h->hbuf = NULL;
 	h->hlen = h->hpos = 0;
@@ -54,6 +58,8 @@ gw_half_reset(struct gw_h1x_half *h)
 void
 gw_half_free(struct gw_h1x_half *h)
 {
+	if (h->hsecret && h->hbuf)
+		explicit_bzero(h->hbuf, h->hlen);
 	free(h->buf);
 	free(h->hbuf);
 	memset(h, 0, sizeof(*h));
@@ -190,25 +196,41 @@ gw_h1x_build_request(struct gw_h1x *x)
 {
 	struct gw_conn *c = &x->base;
 	struct gw_h1_writer wr;
-	char target[8192], hostv[GW_HOST_MAX + 16];
-	size_t cap = x->reqh.head_len + H1X_HEAD_EXTRA;
-	int tl, hl;
+	char raw[8192], hostv[GW_HOST_MAX + 16];
+	size_t cap = x->reqh.head_len + H1X_HEAD_EXTRA + x->inj.extra;
+	size_t tcap = sizeof(raw) + x->inj.extra;
+	char *target;
+	int tl, hl, rc;
 
-	tl = snprintf(target, sizeof(target), "%.*s%s%.*s", (int)x->target.path.len,
+	tl = snprintf(raw, sizeof(raw), "%.*s%s%.*s", (int)x->target.path.len,
 		      x->target.path.p, x->target.has_query ? "?" : "",
 		      (int)x->target.query.len, x->target.query.p);
-	if (tl < 0 || (size_t)tl >= sizeof(target))
+	if (tl < 0 || (size_t)tl >= sizeof(raw))
 		return -ENOSPC;
+	/* Query credentials (inject.h) go in the target. */
+	if (!(target = malloc(tcap)))
+		return -ENOMEM;
+	tl = gw_inject_target(x, raw, (size_t)tl, target, tcap);
+	if (tl < 0) {
+		free(target);
+		return -ENOSPC;
+	}
 	if (x->target.port_explicit)
 		hl = snprintf(hostv, sizeof(hostv), strchr(c->req.host, ':') ? "[%s]:%u" : "%s:%u",
 			      c->req.host, c->req.port);
 	else
 		hl = snprintf(hostv, sizeof(hostv), strchr(c->req.host, ':') ? "[%s]" : "%s", c->req.host);
 	x->up.hbuf = malloc(cap);
-	if (!x->up.hbuf)
+	if (!x->up.hbuf) {
+		explicit_bzero(target, tcap);
+		free(target);
 		return -ENOMEM;
+	}
+	x->up.hsecret = x->inj.n > 0 || x->inj.sentinels;
 	gw_h1_writer_init(&wr, x->up.hbuf, cap);
 	gw_h1_write_request_line(&wr, x->reqh.method, (struct gw_h1_span){ target, (size_t)tl }, 1);
+	explicit_bzero(target, tcap);
+	free(target);
 	gw_h1_write_header(&wr, (struct gw_h1_span){ "Host", 4 }, (struct gw_h1_span){ hostv, (size_t)hl });
 	for (size_t i = 0; i < x->reqh.nheaders; i++) {
 		const struct gw_h1_header *h = &x->reqh.headers[i];
@@ -222,8 +244,9 @@ gw_h1x_build_request(struct gw_h1x *x)
 			continue;
 		if (gw_h1_hop_by_hop(&x->reqh, h->name.p, h->name.len))
 			continue;
-		gw_h1_write_header(&wr, h->name, h->value);
+		gw_inject_header(x, &wr, h);
 	}
+	gw_inject_finish(x, &wr);
 	if (x->reqh.has_content_length) {
 		write_length(&wr, x->reqh.content_length);
 	}
@@ -237,7 +260,8 @@ gw_h1x_build_request(struct gw_h1x *x)
 				   (struct gw_h1_span){ "Upgrade", 7 });
 		gw_h1_write_header(&wr, u->name, u->value);
 	}
-	return write_end(&wr, &x->up);
+	rc = write_end(&wr, &x->up);
+	return rc;
 }
 
 /* Rebuilds the response head for the client in x->down.hbuf. */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 
 #include <jansson.h>
 
@@ -422,14 +423,38 @@ bool gw_policy_intercepts(const struct gw_policy *p, const char *host, uint16_t 
 	if (!p || port == 0 || host_ok(host, &len, &ss, &ip, &why) < 0)
 		return false;
 	nhits = collect(p, host, len, ip, hits);
-	return find_rule(p, hits, nhits, PK_INTERCEPT, port) != NULL;
+	/* A host with credentials is intercepted: they can only be added to
+	 * traffic sluice encrypts itself. */
+	return find_rule(p, hits, nhits, PK_INTERCEPT, port) != NULL ||
+	       find_rule(p, hits, nhits, PK_CRED, port) != NULL;
 }
 
-/* Was a credential with r's header already given by a match that comes
+/* What a credential sets, for "one per header" (and per parameter, per
+ * placeholder): Basic and an Authorization header are the same slot. */
+static const char *cred_slot(const struct conf_credential *c, char *buf, size_t sz)
+{
+	switch (c->kind) {
+	case CONF_CRED_BASIC:
+		return "authorization";
+	case CONF_CRED_QUERY:
+		snprintf(buf, sz, "?%s", c->param);
+		return buf;
+	case CONF_CRED_PLACEHOLDER:
+		snprintf(buf, sz, "$%s", c->env);
+		return buf;
+	case CONF_CRED_HEADER:
+	default:
+		return c->header ? c->header : "";
+	}
+}
+
+/* Was a credential with r's slot already given by a match that comes
  * before (hit hi, rule ki) in specificity order? */
 static bool header_seen(const struct gw_policy *p, const struct pol_hit *hits, size_t hi,
 			size_t ki, uint16_t port, const char *header)
 {
+	char b[80];
+
 	size_t i, k;
 
 	for (i = 0; i <= hi; i++) {
@@ -440,7 +465,7 @@ static bool header_seen(const struct gw_policy *p, const struct pol_hit *hits, s
 			const struct pol_rule *r = &p->rules[p->order[node->first + k]];
 
 			if (r->kind == PK_CRED && rule_hits(r, hits[i].exact, port) &&
-			    strcasecmp(p->creds[r->cred].header, header) == 0)
+			    strcasecmp(cred_slot(&p->creds[r->cred], b, sizeof(b)), header) == 0)
 				return true;
 		}
 	}
@@ -454,6 +479,7 @@ int gw_policy_credentials(const struct gw_policy *p, const char *host, uint16_t 
 	struct sockaddr_storage ss;
 	enum gw_reason why;
 	size_t len, nhits, i, k;
+	char slot[80];
 	bool ip;
 	int rc;
 
@@ -470,7 +496,7 @@ int gw_policy_credentials(const struct gw_policy *p, const char *host, uint16_t 
 			if (r->kind != PK_CRED || !rule_hits(r, hits[i].exact, port))
 				continue;
 			c = &p->creds[r->cred];
-			if (header_seen(p, hits, i, k, port, c->header))
+			if (header_seen(p, hits, i, k, port, cred_slot(c, slot, sizeof(slot))))
 				continue;
 			rc = cb(c, arg);
 			if (rc != 0)
@@ -478,6 +504,24 @@ int gw_policy_credentials(const struct gw_policy *p, const char *host, uint16_t 
 		}
 	}
 	return 0;
+}
+
+void gw_policy_placeholders(const struct gw_policy *p,
+			    void (*fn)(void *arg, const char *env, const char *sentinel), void *arg)
+{
+	for (size_t i = 0; p && i < p->ncreds; i++)
+		if (p->creds[i].kind == CONF_CRED_PLACEHOLDER)
+			fn(arg, p->creds[i].env, p->creds[i].sentinel);
+}
+
+const struct conf_credential *gw_policy_sentinel(const struct gw_policy *p, const char *s,
+						 size_t n)
+{
+	for (size_t i = 0; p && i < p->ncreds; i++)
+		if (p->creds[i].kind == CONF_CRED_PLACEHOLDER && n == CONF_SENTINEL_LEN - 1 &&
+		    memcmp(p->creds[i].sentinel, s, n) == 0)
+			return &p->creds[i];
+	return NULL;
 }
 
 /* ---- accessors -------------------------------------------------------- */
@@ -524,6 +568,10 @@ static void policy_destroy(struct gw_policy *p)
 		free(c->value.ref);
 		free(c->header);
 		free(c->host.host);
+		free(c->name);
+		free(c->user);
+		free(c->param);
+		free(c->env);
 	}
 	free(p->creds);
 	free(p->rules);
@@ -625,6 +673,46 @@ static int add_list(struct gw_policy *p, enum pol_kind kind, const struct conf_h
 	return 0;
 }
 
+/* What each kind needs (conf_cred.c made sure; a caller that is not conf/
+ * might not have). */
+static bool cred_complete(const struct conf_credential *c)
+{
+	if (!c->name || !c->value.value)
+		return false;
+	switch (c->kind) {
+	case CONF_CRED_HEADER:
+		return c->header && c->header[0];
+	case CONF_CRED_BASIC:
+		return c->user != NULL;
+	case CONF_CRED_QUERY:
+		return c->param && c->param[0];
+	case CONF_CRED_PLACEHOLDER:
+		return c->env && c->env[0];
+	}
+	return false;
+}
+
+/* CONF_SENTINEL_PREFIX and 128 random bits in lowercase hex. */
+static int make_sentinel(char out[CONF_SENTINEL_LEN])
+{
+	unsigned char r[16];
+	size_t got = 0;
+
+	while (got < sizeof(r)) {
+		ssize_t n = getrandom(r + got, sizeof(r) - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		got += (size_t)n;
+	}
+	memcpy(out, CONF_SENTINEL_PREFIX, 10);
+	for (size_t i = 0; i < sizeof(r); i++)
+		snprintf(out + 10 + 2 * i, 3, "%02x", r[i]);
+	return 0;
+}
+
 static int copy_creds(struct gw_policy *p, const struct conf_policy *cp)
 {
 	size_t i;
@@ -642,18 +730,34 @@ static int copy_creds(struct gw_policy *p, const struct conf_policy *cp)
 		struct conf_credential *c = &p->creds[i];
 		struct pol_rule *r;
 
-		if (!src->header || src->header[0] == '\0')
+		if (!cred_complete(src))
 			return -EINVAL;
 		p->ncreds++;    /* from here policy_destroy() frees c */
 		c->pos = src->pos;
+		c->kind = src->kind;
+		c->cleartext = src->cleartext;
 		c->host = src->host;
 		c->host.host = NULL;
 		c->value.len = src->value.len;
 		c->value.pos = src->value.pos;
-		c->header = strdup(src->header);
+		c->name = dup_or_null(src->name);
+		c->header = dup_or_null(src->header);
+		c->user = dup_or_null(src->user);
+		c->param = dup_or_null(src->param);
+		c->env = dup_or_null(src->env);
 		c->value.ref = dup_or_null(src->value.ref);
-		if (!c->header || (src->value.ref && !c->value.ref))
+		if (!c->name || (src->header && !c->header) || (src->user && !c->user) ||
+		    (src->param && !c->param) || (src->env && !c->env) ||
+		    (src->value.ref && !c->value.ref))
 			return -ENOMEM;
+		/* A placeholder's sentinel: kept from a saved layer (the guest
+		 * holds it), else made here, for this layer alone. */
+		if (c->kind == CONF_CRED_PLACEHOLDER) {
+			if (src->sentinel[0])
+				memcpy(c->sentinel, src->sentinel, sizeof(c->sentinel));
+			else if (make_sentinel(c->sentinel) < 0)
+				return -EIO;
+		}
 		if (src->value.value) {
 			c->value.value = malloc(src->value.len + 1);
 			if (!c->value.value)
@@ -799,7 +903,8 @@ static int compute_version(struct gw_policy *p)
 		if (r->kind == PK_CRED) {
 			const struct conf_credential *c = &p->creds[r->cred];
 			const char *ref = c->value.ref ? c->value.ref : "";
-			char *hdr = strdup(c->header);
+			char sb[80];
+			char *hdr = strdup(cred_slot(c, sb, sizeof(sb)));
 
 			if (!hdr) {
 				rc = -ENOMEM;
@@ -808,9 +913,12 @@ static int compute_version(struct gw_policy *p)
 			for (k = 0; hdr[k]; k++)
 				if (hdr[k] >= 'A' && hdr[k] <= 'Z')
 					hdr[k] = (char)(hdr[k] - 'A' + 'a');
-			rc = strv_add(&s, fmt("C %d %u %zu:%s %zu:%s %zu:%s", r->wildcard,
-					      (unsigned)r->port, r->keylen, r->key, strlen(hdr),
-					      hdr, strlen(ref), ref));
+			/* (the sentinel is each claim's own: not a rule) */
+			rc = strv_add(&s, fmt("C %d %u %zu:%s %zu:%s %zu:%s %d %d %zu:%s %zu:%s",
+					      r->wildcard, (unsigned)r->port, r->keylen, r->key,
+					      strlen(hdr), hdr, strlen(ref), ref, (int)c->kind,
+					      (int)c->cleartext, strlen(c->name), c->name,
+					      c->user ? strlen(c->user) : 0, c->user ? c->user : ""));
 			free(hdr);
 		} else {
 			rc = strv_add(&s, fmt("%c %d %u %zu:%s", tags[r->kind], r->wildcard,
@@ -968,12 +1076,23 @@ static int save_cred(json_t *arr, const struct pol_rule *r, const struct conf_cr
 	json_t *o;
 
 	/* the reference, never the value: no reference, nothing to save */
-	if (!c->value.ref || !c->header || !r->text)
+	if (!c->value.ref || !r->text || !c->name)
 		return -EINVAL;
-	o = json_pack("{s:s, s:s, s:s}", "host", r->text, "header", c->header, "value",
-		      c->value.ref);
+	o = json_pack("{s:s, s:s, s:s}", "name", c->name, "kind", conf_cred_kind_name(c->kind),
+		      "host", r->text);
 	if (!o)
 		return -EINVAL;         /* ENOMEM, or a text that is not UTF-8 */
+	if ((c->header && json_object_set_new(o, "header", json_string(c->header)) < 0) ||
+	    (c->user && json_object_set_new(o, "user", json_string(c->user)) < 0) ||
+	    (c->param && json_object_set_new(o, "param", json_string(c->param)) < 0) ||
+	    (c->env && json_object_set_new(o, "env", json_string(c->env)) < 0) ||
+	    json_object_set_new(o, c->kind == CONF_CRED_BASIC ? "password" : "value",
+				json_string(c->value.ref)) < 0 ||
+	    (c->cleartext && json_object_set_new(o, "cleartext", json_true()) < 0) ||
+	    (c->sentinel[0] && json_object_set_new(o, "sentinel", json_string(c->sentinel)) < 0)) {
+		json_decref(o);
+		return -ENOMEM;
+	}
 	return json_array_append_new(arr, o) < 0 ? -ENOMEM : 0;
 }
 

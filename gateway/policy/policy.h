@@ -92,16 +92,30 @@ int gw_policy_check_addr(const struct gw_policy *p, const struct sockaddr *sa,
 			 struct gw_policy_decision *d);
 
 /* True if TLS to host:port is to be terminated (an `intercept` rule
- * matches). Says nothing about whether the host is allowed. */
+ * matches, or a credential's host pattern does: credentials are only added
+ * to traffic sluice encrypts itself). Says nothing about whether the host
+ * is allowed. */
 bool gw_policy_intercepts(const struct gw_policy *p, const char *host, uint16_t port);
 
 /* Calls cb for each credential whose host pattern matches host:port, most
  * specific pattern first (exact, then the longest wildcard suffix), conf
- * order among equals, skipping a header name already given by a more
- * specific match. Returns 0, or the first nonzero value cb returned. Does
+ * order among equals, skipping a slot already given by a more specific
+ * match (a header name, Basic counting as Authorization; a query parameter;
+ * a placeholder's variable). Returns 0, or the first nonzero value cb returned. Does
  * not check that the host is allowed: call it after gw_policy_check(). */
 int gw_policy_credentials(const struct gw_policy *p, const char *host, uint16_t port,
 			  gw_policy_cred_cb cb, void *arg);
+
+/* Calls fn for each placeholder credential of the layer: the variable the
+ * guest is given and the sentinel it holds (made when the layer was
+ * compiled, kept across restarts by gw_policy_save()). */
+void gw_policy_placeholders(const struct gw_policy *p,
+			    void (*fn)(void *arg, const char *env, const char *sentinel), void *arg);
+
+/* The layer's placeholder whose sentinel is s[0..n), or NULL (another
+ * layer's, a stale one, or no sentinel). */
+const struct conf_credential *gw_policy_sentinel(const struct gw_policy *p, const char *s,
+						 size_t n);
 
 /* The layer's version: FNV-1a 64 over a canonical, sorted serialisation of
  * mode, allow/deny/intercept rules, allow_private, credentials (host,
@@ -128,7 +142,11 @@ const struct conf_cidrs *gw_policy_allow_private(const struct gw_policy *p);
  * the configuration says by then:
  *   {"name": "...", "mode": "enforce"|"report",
  *    "allow": [...], "deny": [...], "intercept": [...],
- *    "credentials": [{"host": "*.a.b:443", "header": "...", "value": REF}],
+ *    "credentials": [{"name": "...", "kind": "header"|"basic"|"placeholder"|
+ *                     "query", "host": "*.a.b:443", "header"|"user"|"param"|
+ *                     "env": "...", "value"|"password": REF,
+ *                     "cleartext": true (only if), "sentinel": "sluice-ph-..."
+ *                     (placeholders)}],
  *    "allow_private": ["10.0.0.0/8", ...],
  *    "tenant_egress": [...] or null (null: no tenant list)}
  * Host patterns are the rules as gw_policy_each_rule() shows them, in

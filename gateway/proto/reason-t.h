@@ -50,6 +50,7 @@
 	X(CLIENT_REJECTED_CERT, "client-rejected-cert") /* guest refused leaf */\
 	X(CLIENT_TLS_FAILED, "client-tls-failed") /* the guest's TLS failed */ \
 	X(SNI_ADDRESS_MISMATCH, "sni-address-mismatch") /* literal not SNI's */\
+	X(CREDENTIAL_SCOPE, "credential-scope") /* a sentinel out of scope */ \
 	X(INTERNAL, "internal-error")
 
 enum gw_reason {

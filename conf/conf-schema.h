@@ -1,0 +1,51 @@
+/* conf-schema.h: the schema walker's context and its getters, shared by
+ * conf.c (the whole file) and conf_cred.c (policies' credentials); not for
+ * other modules. Each getter checks one node's type and range, reports
+ * what is wrong as "FILE:LINE:COL: path: message" (never a secret's value)
+ * and returns false then. */
+#ifndef SLUICE_CONF_SCHEMA_H
+#define SLUICE_CONF_SCHEMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "conf-int.h"
+#include "conf-t.h"
+
+#define CONF_SECRET_FILE_MAX 65536
+#define PATHSZ 128
+
+struct ctx {
+	struct conf *c;
+	struct conf_arena *a;
+	const char *file;
+	struct conf_diag *d;
+	size_t errors;
+	/* NULL for YAML. Otherwise the tree came from JSON (conf_json.c) and a
+	 * node's line L names its position as paths[L - 1]. */
+	const char *const *paths;
+	size_t npaths;
+};
+
+void cs_err_at(struct ctx *x, const struct cy_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+struct conf_pos cs_pos_of(const struct cy_node *n);
+bool cs_is_null(const struct cy_node *n);
+struct cy_node *cs_map_get(const struct cy_node *m, const char *key);
+bool cs_expect_map(struct ctx *x, const struct cy_node *n, const char *path, const char *const *keys);
+void cs_pathf(char *out, const char *base, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool cs_get_str(struct ctx *x, const struct cy_node *n, const char *path, char **out);
+bool cs_get_bool(struct ctx *x, const struct cy_node *n, const char *path, bool *out);
+bool cs_get_enum(struct ctx *x, const struct cy_node *n, const char *path, const char *const *names, int *out);
+bool cs_get_seq(struct ctx *x, const struct cy_node *n, const char *path, size_t *count);
+bool cs_get_hostpat(struct ctx *x, const struct cy_node *n, const char *path, bool wildcard_ok, struct conf_hostpat *out);
+bool cs_get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf_secret *out);
+
+/* A policy's credentials list at `n` (path `p`, e.g. "policies[0].credentials")
+ * into po (conf_cred.c); `saved`: a saved layer's, which may hold the
+ * sentinels sluice made. */
+void cs_load_credentials(struct ctx *x, const struct cy_node *n, const char *p,
+			 struct conf_policy *po, bool saved);
+
+#endif

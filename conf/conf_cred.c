@@ -1,0 +1,303 @@
+/* conf_cred.c: a policy's credentials (conf-schema.h).
+ *
+ * Each entry is one kind (docs/credentials.md):
+ *
+ *   header       { host, header, value }             `kind` may be left out
+ *   basic        { kind: basic, host, user, password }
+ *   placeholder  { kind: placeholder, host, env, value }
+ *   query        { kind: query, host, param, value }
+ *
+ * plus `name` (default: the host pattern and what is set, e.g.
+ * "api.github.com/authorization") and `cleartext` (default false). The
+ * secret must come from ${env:...} or ${file:...}: a literal would be kept
+ * wherever the layer is, the state file included. What would let a value
+ * change the request's framing or route, or be forged by the guest, is
+ * refused here: headers that frame, route or belong to the proxy (Host,
+ * Content-Length, Transfer-Encoding, Connection, Upgrade, TE, Trailer,
+ * Keep-Alive, Cookie, Proxy-*, pseudo-headers), and values with bytes
+ * other than visible ASCII, space and tab, or over CONF_CRED_VALUE_MAX.
+ * Messages name the reference, never the value. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "conf-schema.h"
+#include "conf.h"
+
+/* What a guest may be told to put in a variable: a shell name. */
+static bool
+env_name_ok(const char *s)
+{
+	if (!s[0] || isdigit((unsigned char)s[0]) || strlen(s) > 64)
+		return false;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char)*s) || *s == '_'))
+			return false;
+	return true;
+}
+
+static bool
+token_ok(const char *s)
+{
+	if (!s[0])
+		return false;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char)*s) || strchr("!#$%&'*+-.^_`|~", *s)))
+			return false;
+	return true;
+}
+
+bool
+conf_cred_header_forbidden(const char *name)
+{
+	static const char *const names[] = {
+		"host", "content-length", "transfer-encoding", "connection", "upgrade", "te",
+		"trailer", "keep-alive", "cookie", NULL,
+	};
+
+	if (name[0] == ':' || strncasecmp(name, "proxy-", 6) == 0)
+		return true;
+	for (const char *const *n = names; *n; n++)
+		if (strcasecmp(name, *n) == 0)
+			return true;
+	return false;
+}
+
+int
+conf_cred_value_check(const char *v, size_t len)
+{
+	if (len == 0 || len > CONF_CRED_VALUE_MAX)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)v[i];
+
+		if (!((ch >= 0x20 && ch < 0x7f) || ch == '\t'))
+			return -1;
+	}
+	return 0;
+}
+
+/* The secret at key `key` of ci: from a reference, visible, bounded. */
+static bool
+get_cred_secret(struct ctx *x, const struct cy_node *ci, const char *key, const char *r,
+		struct conf_secret *out)
+{
+	const struct cy_node *n = cs_map_get(ci, key);
+	char s[PATHSZ];
+
+	cs_pathf(s, r, ".%s", key);
+	if (!cs_get_secret(x, n, s, out))
+		return false;
+	if (!strstr(out->ref ? out->ref : "", "${env:") && !strstr(out->ref ? out->ref : "", "${file:")) {
+		cs_err_at(x, n, "%s: give the secret as ${env:NAME} or ${file:PATH}: a literal value "
+			  "would be kept wherever the layer is (the state file too)", s);
+		return false;
+	}
+	if (conf_cred_value_check(out->value, out->len) < 0) {
+		cs_err_at(x, n, "%s: the value of %s is empty, over %u bytes, or has a byte other "
+			  "than visible ASCII, space and tab (not shown)", s, out->ref,
+			  CONF_CRED_VALUE_MAX);
+		return false;
+	}
+	return true;
+}
+
+static bool
+get_cred_token(struct ctx *x, const struct cy_node *ci, const char *key, const char *r,
+	       const char *noun, char **out)
+{
+	const struct cy_node *n = cs_map_get(ci, key);
+	char s[PATHSZ];
+
+	cs_pathf(s, r, ".%s", key);
+	if (!cs_get_str(x, n, s, out))
+		return false;
+	if (!token_ok(*out)) {
+		cs_err_at(x, n, "%s: '%s' is not %s", s, *out, noun);
+		return false;
+	}
+	return true;
+}
+
+/* One entry at r into cd. */
+static bool
+load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_credential *cd,
+	 bool saved)
+{
+	static const char *const keys[] = { "name", "kind", "host", "header", "value", "user",
+					    "password", "param", "env", "cleartext", "sentinel",
+					    NULL };
+	static const char *const kinds[] = { "header", "basic", "placeholder", "query", NULL };
+	/* What each kind needs besides host, and may have. */
+	static const char *const need[][3] = {
+		[CONF_CRED_HEADER] = { "header", "value", NULL },
+		[CONF_CRED_BASIC] = { "user", "password", NULL },
+		[CONF_CRED_PLACEHOLDER] = { "env", "value", NULL },
+		[CONF_CRED_QUERY] = { "param", "value", NULL },
+	};
+	const struct cy_node *n;
+	char s[PATHSZ], what[80];
+	bool ok = true;
+	int v;
+
+	if (!cs_expect_map(x, ci, r, keys)) {
+		if (cs_is_null(ci))
+			cs_err_at(x, ci, "%s: expected a mapping, got nothing", r);
+		return false;
+	}
+	cd->pos = cs_pos_of(ci);
+	cd->kind = CONF_CRED_HEADER;
+	if ((n = cs_map_get(ci, "kind")) && cs_get_enum(x, n, (cs_pathf(s, r, ".kind"), s), kinds, &v))
+		cd->kind = (enum conf_cred_kind)v;
+	else if (n)
+		return false;
+	if (!cs_map_get(ci, "host")) {
+		cs_err_at(x, ci, "%s: missing required key 'host'", r);
+		ok = false;
+	}
+	for (const char *const *k = need[cd->kind]; *k; k++) {
+		if (!cs_map_get(ci, *k)) {
+			cs_err_at(x, ci, "%s: missing required key '%s'", r, *k);
+			ok = false;
+		}
+	}
+	/* A key of another kind is a mistake worth saying. */
+	for (const char *const *k = (const char *const[]){ "header", "value", "user", "password",
+							   "param", "env", NULL };
+	     *k; k++) {
+		bool mine = false;
+
+		for (const char *const *m = need[cd->kind]; *m; m++)
+			mine |= strcmp(*m, *k) == 0;
+		if (!mine && (n = cs_map_get(ci, *k))) {
+			cs_err_at(x, n, "%s.%s: not a key of a %s credential", r, *k, kinds[cd->kind]);
+			ok = false;
+		}
+	}
+	if ((n = cs_map_get(ci, "sentinel")) && !saved) {
+		cs_err_at(x, n, "%s.sentinel: made by sluice for each claim, not configured", r);
+		ok = false;
+	}
+	if (!ok)
+		return false;
+	ok &= cs_get_hostpat(x, cs_map_get(ci, "host"), (cs_pathf(s, r, ".host"), s), true, &cd->host);
+	if ((n = cs_map_get(ci, "cleartext")))
+		ok &= cs_get_bool(x, n, (cs_pathf(s, r, ".cleartext"), s), &cd->cleartext);
+	switch (cd->kind) {
+	case CONF_CRED_HEADER:
+		if (!get_cred_token(x, ci, "header", r, "an HTTP header name", &cd->header)) {
+			/* (the message says so, in the words tests know) */
+			ok = false;
+		} else if (conf_cred_header_forbidden(cd->header)) {
+			cs_err_at(x, cs_map_get(ci, "header"),
+				  "%s.header: %s frames, routes or belongs to the proxy: not settable",
+				  r, cd->header);
+			ok = false;
+		}
+		ok &= get_cred_secret(x, ci, "value", r, &cd->value);
+		snprintf(what, sizeof(what), "%s", cd->header ? cd->header : "?");
+		break;
+	case CONF_CRED_BASIC:
+		n = cs_map_get(ci, "user");
+		if (cs_get_str(x, n, (cs_pathf(s, r, ".user"), s), &cd->user) &&
+		    (strchr(cd->user, ':') || conf_cred_value_check(cd->user, strlen(cd->user)) < 0)) {
+			cs_err_at(x, n, "%s: a user has visible ASCII and no ':'", s);
+			ok = false;
+		}
+		ok &= cd->user != NULL;
+		ok &= get_cred_secret(x, ci, "password", r, &cd->value);
+		snprintf(what, sizeof(what), "authorization");
+		break;
+	case CONF_CRED_PLACEHOLDER:
+		n = cs_map_get(ci, "env");
+		if (cs_get_str(x, n, (cs_pathf(s, r, ".env"), s), &cd->env) && !env_name_ok(cd->env)) {
+			cs_err_at(x, n, "%s: '%s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*, "
+				  "at most 64)", s, cd->env);
+			ok = false;
+		}
+		ok &= cd->env != NULL;
+		ok &= get_cred_secret(x, ci, "value", r, &cd->value);
+		snprintf(what, sizeof(what), "$%s", cd->env ? cd->env : "?");
+		if ((n = cs_map_get(ci, "sentinel"))) {
+			char *sv = NULL;
+
+			if (!cs_get_str(x, n, (cs_pathf(s, r, ".sentinel"), s), &sv) ||
+			    !conf_cred_sentinel_ok(sv)) {
+				cs_err_at(x, n, "%s: not a sentinel sluice made", s);
+				ok = false;
+			} else {
+				memcpy(cd->sentinel, sv, CONF_SENTINEL_LEN);
+			}
+		}
+		break;
+	case CONF_CRED_QUERY:
+		ok &= get_cred_token(x, ci, "param", r, "a query parameter name", &cd->param);
+		ok &= get_cred_secret(x, ci, "value", r, &cd->value);
+		snprintf(what, sizeof(what), "?%s", cd->param ? cd->param : "?");
+		break;
+	}
+	if (!ok)
+		return false;
+	if ((n = cs_map_get(ci, "name"))) {
+		if (!cs_get_str(x, n, (cs_pathf(s, r, ".name"), s), &cd->name))
+			return false;
+		if (!token_ok(cd->name) || strchr(cd->name, ',') || strlen(cd->name) > 64) {
+			cs_err_at(x, n, "%s: a name is 1..64 token characters, no ','", s);
+			return false;
+		}
+	} else {
+		char def[300 + 90];
+		char *p;
+
+		snprintf(def, sizeof(def), "%s%s/%s", cd->host.wildcard ? "*." : "", cd->host.host,
+			 what);
+		for (p = def; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+		cd->name = conf_arena_strndup(x->a, def, strlen(def));
+	}
+	return true;
+}
+
+const char *
+conf_cred_kind_name(enum conf_cred_kind k)
+{
+	static const char *const n[] = { "header", "basic", "placeholder", "query" };
+
+	return (unsigned)k < sizeof(n) / sizeof(n[0]) ? n[k] : "?";
+}
+
+bool
+conf_cred_sentinel_ok(const char *s)
+{
+	if (strlen(s) != CONF_SENTINEL_LEN - 1 || strncmp(s, CONF_SENTINEL_PREFIX, 10) != 0)
+		return false;
+	for (s += 10; *s; s++)
+		if (!isxdigit((unsigned char)*s) || isupper((unsigned char)*s))
+			return false;
+	return true;
+}
+
+void
+cs_load_credentials(struct ctx *x, const struct cy_node *cr, const char *q, struct conf_policy *po,
+		    bool saved)
+{
+	size_t k;
+
+	if (!cs_get_seq(x, cr, q, &k))
+		return;
+	po->credentials = conf_arena_alloc(x->a, k * sizeof(*po->credentials));
+	for (size_t j = 0; j < k; j++) {
+		char r[PATHSZ];
+
+		cs_pathf(r, q, "[%zu]", j);
+		if (load_one(x, cr->items[j], r, &po->credentials[po->ncredentials], saved))
+			po->ncredentials++;
+	}
+	/* Names are what inject= and the journal say: one each. */
+	for (size_t a = 0; a < po->ncredentials; a++)
+		for (size_t b = a + 1; b < po->ncredentials; b++)
+			if (strcmp(po->credentials[a].name, po->credentials[b].name) == 0)
+				cs_err_at(x, cr->items[b], "%s[%zu]: a second credential named '%s'", q,
+					  b, po->credentials[b].name);
+}

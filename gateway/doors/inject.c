@@ -1,0 +1,429 @@
+/* inject.c: credentials on the requests sluice sends upstream (inject.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/evp.h>
+
+#include "conf.h"
+#include "conn.h"
+#include "exchange.h"
+#include "http1.h"
+#include "inject.h"
+#include "log.h"
+#include "policy.h"
+#include "reason.h"
+
+#define PREFIX     CONF_SENTINEL_PREFIX
+#define PREFIX_LEN (sizeof(CONF_SENTINEL_PREFIX) - 1)
+#define SENT_LEN   (CONF_SENTINEL_LEN - 1)
+/* Sentinels one request head may hold: more is no real client. */
+#define SENT_MAX 16
+
+static bool
+planned(const struct gw_inject *inj, const struct conf_credential *c)
+{
+	for (size_t i = 0; i < inj->n; i++)
+		if (inj->c[i] == c)
+			return true;
+	return false;
+}
+
+struct plan {
+	struct gw_inject *inj;
+	bool tls;
+};
+
+static int
+plan_one(const struct conf_credential *c, void *arg)
+{
+	struct plan *p = arg;
+	struct gw_inject *inj = p->inj;
+
+	if ((!p->tls && !c->cleartext) || inj->n == GW_INJECT_MAX)
+		return 0;
+	inj->c[inj->n++] = c;
+	/* the field, and the value as Basic's base64 or the query's %XX */
+	inj->extra += (c->header ? strlen(c->header) : 16) + (c->user ? strlen(c->user) : 0) +
+		      3 * c->value.len + 16;
+	return 0;
+}
+
+static bool
+is_basic(const char *v, size_t n)
+{
+	return n > 6 && strncasecmp(v, "Basic ", 6) == 0;
+}
+
+/* Base64 of n bytes at in into out (4 * ((n + 2) / 3) + 1 bytes). */
+static size_t
+b64_encode(const unsigned char *in, size_t n, char *out)
+{
+	return (size_t)EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+}
+
+/* Decodes base64 (strict: a multiple of 4, padding at the end only) into
+ * out (3 * n / 4 bytes); the decoded length, or -1. */
+static int
+b64_decode(const char *in, size_t n, unsigned char *out)
+{
+	int len, pad = 0;
+
+	if (n == 0 || n % 4 || n > 3 * CONF_CRED_VALUE_MAX)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		char ch = in[i];
+
+		if (ch == '=') {
+			if (i < n - 2)
+				return -1;
+			pad++;
+		} else if (pad || !((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+				    (ch >= '0' && ch <= '9') || ch == '+' || ch == '/')) {
+			return -1;
+		}
+	}
+	len = EVP_DecodeBlock(out, (const unsigned char *)in, (int)n);
+	return len < 0 ? -1 : len - pad;
+}
+
+/* ---- the plan: which credentials, and every sentinel checked ---- */
+
+/* A sentinel where it may not go: one log line (the sandbox, the host,
+ * what was wrong; never a value), and the 403. */
+static int
+violation(struct gw_h1x *x, const char *what, const char *where)
+{
+	struct gw_conn *c = &x->base;
+
+	gw_log_warnx("credential-violation: %s (%s) sent %s to %s:%u in %s: refused, nothing "
+		     "forwarded", c->who.name[0] ? c->who.name : "a client", c->src, what,
+		     c->req.host, c->req.port, where);
+	gw_h1x_refuse(x, 403, GW_R_CREDENTIAL_SCOPE,
+		      "a credential placeholder may not go to %s:%u this way", c->req.host,
+		      c->req.port);
+	return -1;
+}
+
+/* The sentinels in p[0..n): each must be one of this layer's planned
+ * placeholders. 0, or -1 after refusing. */
+static int
+check_span(struct gw_h1x *x, const char *p, size_t n, const char *where, int *count)
+{
+	struct gw_conn *c = &x->base;
+	const char *at = p, *end = p + n;
+
+	while ((at = memmem(at, (size_t)(end - at), PREFIX, PREFIX_LEN)) != NULL) {
+		const struct conf_credential *cr =
+		    (size_t)(end - at) >= SENT_LEN ? gw_policy_sentinel(c->policy, at, SENT_LEN) : NULL;
+
+		if (!cr)
+			return violation(x, "a sentinel that is not its layer's", where);
+		if (!planned(&x->inj, cr))
+			return violation(x, "a sentinel out of its credential's scope", where);
+		if (++*count > SENT_MAX)
+			return violation(x, "too many sentinels", where);
+		x->inj.extra += cr->value.len * 2;
+		x->inj.sentinels = true;
+		at += SENT_LEN;
+	}
+	return 0;
+}
+
+int
+gw_inject_plan(struct gw_h1x *x)
+{
+	struct gw_conn *c = &x->base;
+	struct plan p = { .inj = &x->inj, .tls = x->up_tls || x->intercept };
+	bool trace = (x->reqh.method.len == 5 && (memcmp(x->reqh.method.p, "TRACE", 5) == 0 ||
+						  memcmp(x->reqh.method.p, "TRACK", 5) == 0));
+	int count = 0;
+
+	memset(&x->inj, 0, sizeof(x->inj));
+	c->req.inject[0] = '\0';
+	if (!x->is_connect && !trace)
+		gw_policy_credentials(c->policy, c->req.host, c->req.port, plan_one, &p);
+	/* Sentinels go in header values only. */
+	if (memmem(x->reqh.target.p, x->reqh.target.len, PREFIX, PREFIX_LEN))
+		return violation(x, "a sentinel", "the request-target");
+	for (size_t i = 0; i < x->reqh.nheaders; i++) {
+		const struct gw_h1_header *h = &x->reqh.headers[i];
+		unsigned char dec[3 * 2048];
+		int n;
+
+		if (check_span(x, h->value.p, h->value.len, "a header", &count) < 0)
+			return -1;
+		if (is_basic(h->value.p, h->value.len) && h->value.len - 6 <= 4 * 2048 &&
+		    (n = b64_decode(h->value.p + 6, h->value.len - 6, dec)) > 0) {
+			int r = check_span(x, (const char *)dec, (size_t)n, "a Basic pair", &count);
+
+			explicit_bzero(dec, sizeof(dec));
+			if (r < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* ---- the rebuilt head ---- */
+
+/* p[0..n) with this layer's sentinels replaced into a new buffer (*outn
+ * bytes), or NULL. */
+static char *
+replaced(const struct gw_h1x *x, const char *p, size_t n, size_t *outn)
+{
+	const struct gw_conn *c = &x->base;
+	size_t cap = n + 1, o = 0;
+	const char *at = p, *end = p + n, *hit;
+	char *out;
+
+	for (size_t i = 0; i < x->inj.n; i++)
+		cap += SENT_MAX * x->inj.c[i]->value.len;
+	if (!(out = malloc(cap)))
+		return NULL;
+	while ((hit = memmem(at, (size_t)(end - at), PREFIX, PREFIX_LEN)) != NULL) {
+		const struct conf_credential *cr =
+		    (size_t)(end - hit) >= SENT_LEN ? gw_policy_sentinel(c->policy, hit, SENT_LEN) : NULL;
+
+		memcpy(out + o, at, (size_t)(hit - at));
+		o += (size_t)(hit - at);
+		if (!cr) {      /* (the plan refused these) */
+			memcpy(out + o, hit, PREFIX_LEN);
+			o += PREFIX_LEN;
+			at = hit + PREFIX_LEN;
+			continue;
+		}
+		memcpy(out + o, cr->value.value, cr->value.len);
+		o += cr->value.len;
+		at = hit + SENT_LEN;
+	}
+	memcpy(out + o, at, (size_t)(end - at));
+	o += (size_t)(end - at);
+	*outn = o;
+	return out;
+}
+
+static void
+wipe_free(char *p, size_t n)
+{
+	if (p) {
+		explicit_bzero(p, n);
+		free(p);
+	}
+}
+
+static bool
+strips(const struct gw_h1x *x, const struct gw_h1_header *h)
+{
+	for (size_t i = 0; i < x->inj.n; i++) {
+		const struct conf_credential *c = x->inj.c[i];
+		const char *name = c->kind == CONF_CRED_HEADER  ? c->header
+				   : c->kind == CONF_CRED_BASIC ? "Authorization"
+								: NULL;
+
+		if (name && h->name.len == strlen(name) && strncasecmp(h->name.p, name, h->name.len) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Marks c as used in this request's inject= list. */
+static void
+note(struct gw_h1x *x, const struct conf_credential *cr)
+{
+	struct gw_conn *c = &x->base;
+	size_t l = strlen(c->req.inject), nl = strlen(cr->name);
+
+	if (strstr(c->req.inject, cr->name))
+		return;         /* (names are tokens without ','; a prefix match only skips a note) */
+	if (l + nl + 2 > sizeof(c->req.inject))
+		return;
+	if (l)
+		c->req.inject[l++] = ',';
+	memcpy(c->req.inject + l, cr->name, nl + 1);
+}
+
+static void
+note_sentinels(struct gw_h1x *x, const char *p, size_t n)
+{
+	const char *at = p, *end = p + n;
+
+	while ((at = memmem(at, (size_t)(end - at), PREFIX, PREFIX_LEN)) != NULL) {
+		const struct conf_credential *cr =
+		    (size_t)(end - at) >= SENT_LEN ? gw_policy_sentinel(x->base.policy, at, SENT_LEN)
+						   : NULL;
+
+		if (cr)
+			note(x, cr);
+		at += PREFIX_LEN;
+	}
+}
+
+void
+gw_inject_header(struct gw_h1x *x, struct gw_h1_writer *wr, const struct gw_h1_header *h)
+{
+	unsigned char dec[3 * 2048];
+	char *rep = NULL, *enc = NULL;
+	size_t rn = 0, en = 0;
+	int n;
+
+	if (strips(x, h))
+		return;
+	if (!x->inj.sentinels) {
+		gw_h1_write_header(wr, h->name, h->value);
+		return;
+	}
+	if (is_basic(h->value.p, h->value.len) && h->value.len - 6 <= 4 * 2048 &&
+	    (n = b64_decode(h->value.p + 6, h->value.len - 6, dec)) > 0 &&
+	    memmem(dec, (size_t)n, PREFIX, PREFIX_LEN)) {
+		note_sentinels(x, (const char *)dec, (size_t)n);
+		rep = replaced(x, (const char *)dec, (size_t)n, &rn);
+		explicit_bzero(dec, sizeof(dec));
+		en = 6 + 4 * ((rn + 2) / 3) + 1;
+		if (rep && (enc = malloc(en))) {
+			memcpy(enc, "Basic ", 6);
+			en = 6 + b64_encode((const unsigned char *)rep, rn, enc + 6);
+			gw_h1_write_header(wr, h->name, (struct gw_h1_span){ enc, en });
+		}
+		wipe_free(rep, rn);
+		wipe_free(enc, en);
+		return;
+	}
+	if (memmem(h->value.p, h->value.len, PREFIX, PREFIX_LEN)) {
+		note_sentinels(x, h->value.p, h->value.len);
+		rep = replaced(x, h->value.p, h->value.len, &rn);
+		if (rep)
+			gw_h1_write_header(wr, h->name, (struct gw_h1_span){ rep, rn });
+		wipe_free(rep, rn);
+		return;
+	}
+	gw_h1_write_header(wr, h->name, h->value);
+}
+
+void
+gw_inject_finish(struct gw_h1x *x, struct gw_h1_writer *wr)
+{
+	for (size_t i = 0; i < x->inj.n; i++) {
+		const struct conf_credential *c = x->inj.c[i];
+		char *pair, *enc;
+		size_t pl, el;
+
+		switch (c->kind) {
+		case CONF_CRED_HEADER:
+			gw_h1_write_header(wr, (struct gw_h1_span){ c->header, strlen(c->header) },
+					   (struct gw_h1_span){ c->value.value, c->value.len });
+			note(x, c);
+			break;
+		case CONF_CRED_BASIC:
+			pl = strlen(c->user) + 1 + c->value.len;
+			pair = malloc(pl + 1);
+			el = 6 + 4 * ((pl + 2) / 3) + 1;
+			enc = malloc(el);
+			if (pair && enc) {
+				memcpy(pair, c->user, strlen(c->user));
+				pair[strlen(c->user)] = ':';
+				memcpy(pair + strlen(c->user) + 1, c->value.value, c->value.len);
+				memcpy(enc, "Basic ", 6);
+				el = 6 + b64_encode((const unsigned char *)pair, pl, enc + 6);
+				gw_h1_write_header(wr, (struct gw_h1_span){ "Authorization", 13 },
+						   (struct gw_h1_span){ enc, el });
+				note(x, c);
+			}
+			wipe_free(pair, pl + 1);
+			wipe_free(enc, el);
+			break;
+		case CONF_CRED_QUERY:
+			note(x, c);
+			break;
+		case CONF_CRED_PLACEHOLDER:
+			break;
+		}
+	}
+}
+
+/* ---- the request-target ---- */
+
+static bool
+unreserved(unsigned char ch)
+{
+	return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+	       ch == '-' || ch == '.' || ch == '_' || ch == '~';
+}
+
+/* Is the parameter at q[0..n) ("name" or "name=value") one a planned
+ * query credential sets? */
+static bool
+param_planned(const struct gw_h1x *x, const char *q, size_t n)
+{
+	const char *eq = memchr(q, '=', n);
+	size_t nl = eq ? (size_t)(eq - q) : n;
+
+	for (size_t i = 0; i < x->inj.n; i++) {
+		const struct conf_credential *c = x->inj.c[i];
+
+		if (c->kind == CONF_CRED_QUERY && strlen(c->param) == nl && memcmp(c->param, q, nl) == 0)
+			return true;
+	}
+	return false;
+}
+
+int
+gw_inject_target(const struct gw_h1x *x, const char *t, size_t tl, char *out, size_t outsz)
+{
+	const char *qm = memchr(t, '?', tl), *end = t + tl;
+	size_t o = 0;
+	bool first = true, any = false;
+
+	for (size_t i = 0; i < x->inj.n; i++)
+		any |= x->inj.c[i]->kind == CONF_CRED_QUERY;
+#define PUT(p, n)                                                                                  \
+	do {                                                                                       \
+		if (o + (n) >= outsz)                                                              \
+			return -ENOSPC;                                                            \
+		memcpy(out + o, (p), (n));                                                         \
+		o += (n);                                                                          \
+	} while (0)
+	if (!any) {
+		PUT(t, tl);
+		out[o] = '\0';
+		return (int)o;
+	}
+	PUT(t, qm ? (size_t)(qm - t) : tl);
+	for (const char *q = qm ? qm + 1 : end; q < end;) {
+		const char *amp = memchr(q, '&', (size_t)(end - q));
+		size_t n = amp ? (size_t)(amp - q) : (size_t)(end - q);
+
+		if (n && !param_planned(x, q, n)) {
+			PUT(first ? "?" : "&", 1);
+			PUT(q, n);
+			first = false;
+		}
+		q += n + 1;
+	}
+	for (size_t i = 0; i < x->inj.n; i++) {
+		const struct conf_credential *c = x->inj.c[i];
+
+		if (c->kind != CONF_CRED_QUERY)
+			continue;
+		PUT(first ? "?" : "&", 1);
+		PUT(c->param, strlen(c->param));
+		PUT("=", 1);
+		for (size_t k = 0; k < c->value.len; k++) {
+			unsigned char ch = (unsigned char)c->value.value[k];
+			char hx[4];
+
+			if (unreserved(ch)) {
+				PUT(&c->value.value[k], 1);
+			} else {
+				snprintf(hx, sizeof(hx), "%%%02X", ch);
+				PUT(hx, 3);
+			}
+		}
+		first = false;
+	}
+#undef PUT
+	out[o] = '\0';
+	return (int)o;
+}
