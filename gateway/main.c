@@ -192,6 +192,29 @@ apply_log(const struct conf *c)
 	gw_log_setup(c->daemon.log_level, c->daemon.log_format, STDERR_FILENO);
 }
 
+/* Hosts with credentials are intercepted whether or not intercept: lists
+ * them (credentials only go on traffic sluice encrypts itself): said once
+ * per load, never with a value. */
+static void
+log_credentials(const struct conf *c)
+{
+	for (size_t i = 0; i < c->npolicies; i++) {
+		const struct conf_policy *po = &c->policies[i];
+
+		for (size_t k = 0; k < po->ncredentials; k++) {
+			const struct conf_credential *cr = &po->credentials[k];
+			char port[8] = "";
+
+			if (cr->host.port)
+				snprintf(port, sizeof(port), ":%u", cr->host.port);
+			gw_log_info("policy %s: credential %s (%s) for %s%s%s: the host is intercepted%s",
+				    po->name, cr->name, conf_cred_kind_name(cr->kind),
+				    cr->host.wildcard ? "*." : "", cr->host.host, port,
+				    cr->cleartext ? "; also sent over cleartext http:// (unsafe)" : "");
+		}
+	}
+}
+
 /* Makes c the configuration new connections see. 0, or -1 (logged). */
 static int
 apply(struct conf *c)
@@ -214,6 +237,7 @@ apply(struct conf *c)
 	}
 	gw_snap_publish(s);
 	apply_log(c);
+	log_credentials(c);
 	return 0;
 }
 
