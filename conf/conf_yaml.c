@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <yaml.h>
 
 #include "conf-int.h"
@@ -72,6 +73,9 @@ conf_arena_alloc(struct conf_arena *a, size_t size)
 
 		c = xcalloc(1, sizeof(*c) + csize);
 		c->size = csize;
+		/* Secrets live here: kept out of swap where the process may
+		 * lock memory (root may; others go on without). */
+		(void)mlock(c, sizeof(*c) + csize);
 		c->next = a->head;
 		a->head = c;
 	}

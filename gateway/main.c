@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <getopt.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -399,6 +400,11 @@ main(int argc, char **argv)
 		}
 		dm.conf_path = argv[optind];
 	}
+	/* Credential values, tokens and the configuration's secrets live in
+	 * this process: no core dump, no ptrace by the unprivileged. (Commands
+	 * it starts get their own dumpable flag back at exec.) */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		gw_log_warn("prctl(PR_SET_DUMPABLE, 0)");
 
 	dm.conf = load(dm.conf_path, emit_stderr);
 	if (!dm.conf)

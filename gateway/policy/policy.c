@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 
 #include <jansson.h>
@@ -762,6 +763,8 @@ static int copy_creds(struct gw_policy *p, const struct conf_policy *cp)
 			c->value.value = malloc(src->value.len + 1);
 			if (!c->value.value)
 				return -ENOMEM;
+			/* out of swap where the process may lock memory */
+			(void)mlock(c->value.value, src->value.len + 1);
 			memcpy(c->value.value, src->value.value, src->value.len);
 			c->value.value[src->value.len] = '\0';
 		}
