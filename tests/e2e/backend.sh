@@ -44,10 +44,47 @@ fi
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
 	-subj /CN=icpt.origin.test -addext subjectAltName=DNS:icpt.origin.test \
 	-keyout "$E2E_TMP/tls.key" -out "$E2E_TMP/tls.crt" 2>/dev/null
+# Credentials (issue 19): a placeholder for icpt.origin.test. The origin
+# knows the real token (a file only it and the daemon's environment see)
+# and says "token ok" or "token bad", never the value; /repo.git/ is a git
+# repository over the dumb HTTP protocol behind Basic auth
+# (x-access-token:TOKEN), as GitHub's is.
+GHTOKEN="ghp-canary-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export SL_E2E_GHTOKEN=$GHTOKEN
+printf '%s' "$GHTOKEN" >"$E2E_TMP/ghtoken"
+git init -q --bare "$E2E_TMP/repo.git"
+git init -q "$E2E_TMP/work" && echo "private repo" >"$E2E_TMP/work/README" &&
+	git -C "$E2E_TMP/work" add README &&
+	git -C "$E2E_TMP/work" -c user.name=t -c user.email=t@t commit -qm one &&
+	git -C "$E2E_TMP/work" push -q "$E2E_TMP/repo.git" HEAD:refs/heads/main &&
+	git -C "$E2E_TMP/repo.git" symbolic-ref HEAD refs/heads/main &&
+	git -C "$E2E_TMP/repo.git" update-server-info
 cat > "$E2E_TMP/tls.py" <<'PY'
-import http.server, socketserver, ssl, sys
+import base64, http.server, os, socketserver, ssl, sys
+TOKEN = open(sys.argv[3]).read()
+REPO = sys.argv[4]
 class H(http.server.BaseHTTPRequestHandler):
+    def reply(self, code, b, extra=()):
+        self.send_response(code)
+        for k, v in extra:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def authorized(self):
+        want = "Basic " + base64.b64encode(("x-access-token:" + TOKEN).encode()).decode()
+        got = self.headers.get_all("Authorization") or []
+        return got == [want]
     def do_GET(self):
+        if self.path.startswith("/whoami"):
+            return self.reply(200, b"token ok\n" if self.authorized() else b"token bad\n")
+        if self.path.startswith("/repo.git/"):
+            if not self.authorized():
+                return self.reply(401, b"", [("WWW-Authenticate", 'Basic realm="git"')])
+            p = os.path.normpath(os.path.join(REPO, self.path[10:].split("?")[0]))
+            if not p.startswith(REPO) or not os.path.isfile(p):
+                return self.reply(404, b"")
+            return self.reply(200, open(p, "rb").read())
         b = b"hello over tls\n"
         self.send_response(200)
         self.send_header("Content-Length", str(len(b)))
@@ -65,7 +102,8 @@ print("ready", flush=True)
 s.serve_forever()
 PY
 # Not through I: $! must be the server itself, for lib.sh's trap.
-ip netns exec "$inet" "$PY" "$E2E_TMP/tls.py" "$E2E_TMP/tls.crt" "$E2E_TMP/tls.key" >"$E2E_TMP/tls.log" 2>&1 &
+ip netns exec "$inet" "$PY" "$E2E_TMP/tls.py" "$E2E_TMP/tls.crt" "$E2E_TMP/tls.key" \
+	"$E2E_TMP/ghtoken" "$E2E_TMP/repo.git" >"$E2E_TMP/tls.log" 2>&1 &
 track $!
 wait_for "$E2E_TMP/tls.log" ready || { fail "the TLS origin starts"; finish; }
 
@@ -93,6 +131,8 @@ policies:
     allow: ["origin.test", "icpt.origin.test"]
     intercept: ["icpt.origin.test"]
     allow_private: [10.99.0.0/24]
+    credentials:
+      - { name: gh-git, kind: placeholder, host: icpt.origin.test, env: GITHUB_TOKEN, value: "\${env:SL_E2E_GHTOKEN}" }
 pools:
   - name: p
     backend: $BACKEND
@@ -326,6 +366,28 @@ xsh "$A" 'SSL_CERT_FILE=/tmp/sysroots.pem CURL_CA_BUNDLE=/tmp/sysroots.pem curl 
 check "trust: ... curl trusting that bundle only refuses sluice's leaf (60)" \
 	eval 'is "d[\"exit_code\"]" 60 && [[ $(j "d[\"stderr\"]") == *"SSL certificate problem"* ]]'
 
+# --- credentials: a placeholder (issue 19) ---------------------------------------
+x "$A" '{"argv":["sh","-c","echo \"$GITHUB_TOKEN\""]}'
+SENT=$(j 'd["stdout"].strip()')
+check "credentials: the guest's GITHUB_TOKEN is a sentinel, not the token ($SENT)" \
+	eval '[[ $SENT == sluice-ph-* && $SENT != *"$GHTOKEN"* ]]'
+xsh "$A" 'curl -sS -m 30 "https://x-access-token:$GITHUB_TOKEN@icpt.origin.test/whoami"'
+check "credentials: curl with the sentinel in the URL's userinfo: the origin saw the real token (Basic)" \
+	out_is "token ok"
+mark
+xsh "$A" 'rm -rf /tmp/r && git clone -q "https://x-access-token:$GITHUB_TOKEN@icpt.origin.test/repo.git" /tmp/r && cat /tmp/r/README'
+check "credentials: git clone https://x-access-token:\$GITHUB_TOKEN@... of a private repository" \
+	eval 'out_is "private repo" || { j "d[\"stderr\"]" >&2; false; }'
+check "... its requests' lines say inject=gh-git" logged "host=icpt\.origin\.test .*status=200 .* inject=gh-git$"
+mark
+xsh "$A" 'curl -sS -o /dev/null -w "%{http_code}" -m 30 -H "X-Token: $GITHUB_TOKEN" http://origin.test/'
+check "credentials: the sentinel toward another host (origin.test, cleartext): 403, never forwarded" \
+	out_is 403
+check "... a credential-violation line naming the sandbox" \
+	logged "credential-violation: $A .*origin\.test:80"
+xsh "$A" 'curl -sS -o /dev/null -w "%{http_code}" -m 30 -H "Authorization: Bearer sluice-ph-00000000000000000000000000000000" https://icpt.origin.test/whoami'
+check "credentials: a sentinel that is not the claim's own (another claim's): 403" out_is 403
+
 # --- restarts: sandboxes outlive the daemon and are adopted again ---------------
 # A clean stop (SIGTERM leaves them running), then a crash (SIGKILL).
 for sig in TERM KILL; do
@@ -346,6 +408,8 @@ for sig in TERM KILL; do
 	check "its clock is still the host's" \
 		eval 'g=$(j "d[\"stdout\"].strip()"); h=$(( $(date +%s) / 60 )); [ "$g" -ge $((h - 1)) ] && [ "$g" -le $((h + 1)) ]'
 	check "the pool is warm again" wait_warm p 1 120
+	xsh "$A" 'curl -sS -m 30 "https://x-access-token:$GITHUB_TOKEN@icpt.origin.test/whoami"'
+	check "after SIG$sig the claim's sentinel still stands for the token" out_is "token ok"
 done
 claim unix "" '{"pool":"p"}'
 C=$ID C_ADDR=$ADDR
@@ -372,4 +436,14 @@ for id in "$A" "$B2" "$C"; do
 	check "its link is gone, from the fleet's namespace that is still there" \
 		eval '[ -n "$ifn" ] && ! ip -n "$FLEET" link show dev "$ifn" >/dev/null 2>&1 && [ -e "/run/netns/$FLEET" ]'
 done
+# The canary: the token, nor its base64, nor the Basic pair's, anywhere the
+# daemon writes (the log, the access log, the journal, the state file).
+leaks=
+for v in "$GHTOKEN" "$(printf '%s' "$GHTOKEN" | base64 -w0)" \
+	"$(printf 'x-access-token:%s' "$GHTOKEN" | base64 -w0)"; do
+	for f in "$LOG" $(find "$E2E_TMP/data" -type f -not -path '*/templates/*' 2>/dev/null); do
+		grep -qaF -- "$v" "$f" && leaks+=" $f"
+	done
+done
+check "credentials: the token is in no log, journal or state file (canary scan)" test -z "$leaks"
 finish
