@@ -9,7 +9,8 @@
  *   host     busybox as above plus, when the host has them, curl, wget,
  *            python3 (with /usr/lib/python3.11), openssl and git (with
  *            /usr/lib/git-core), each with the shared libraries ldd lists
- *            for it (and for python's lib-dynload modules), copied to the
+ *            for it (and for python's lib-dynload modules and git's
+ *            git-remote-http helpers), copied to the
  *            same paths; /etc/ssl/certs and /usr/share/ca-certificates
  *   dir      the operator's root directory as it is
  * Owners are root in the image; nothing per-sandbox, nothing secret. */
@@ -181,6 +182,8 @@ static const char host_sh[] =
     "mods=''\n"
     "[ -d /usr/lib/python3.11/lib-dynload ] && mods=$(ls /usr/lib/python3.11/lib-dynload/*.so "
     "2>/dev/null || true)\n"
+    /* git's helpers link their own libraries (git-remote-https: libcurl-gnutls) */
+    "mods=\"$mods $(ls /usr/lib/git-core/git-remote-http* 2>/dev/null || true)\"\n"
     "libs=$(for f in $progs $mods; do ldd \"$f\" 2>/dev/null || true; done |"
     " sed -n 's/.*=> \\(\\/[^ ]*\\) (0x.*/\\1/p; s/^[[:space:]]*\\(\\/[^ ]*\\) (0x.*/\\1/p' | sort "
     "-u)\n"
@@ -260,9 +263,12 @@ sbx_vm_tpl_ensure(const struct sbx_template_req *req, struct sbx_vm_tpl **out, c
 			sbx_pathf(p, sizeof(p), "%s/bin/busybox", src);
 			h = sbx_vm_hash_stat(h, p);
 		}
-		if (req->kind == SBX_TEMPLATE_HOST)
+		if (req->kind == SBX_TEMPLATE_HOST) {
 			for (size_t i = 0; i < sizeof(host_progs) / sizeof(host_progs[0]); i++)
 				h = sbx_vm_hash_stat(h, host_progs[i]);
+			/* how the image is made is part of what it is */
+			h = sbx_vm_hash(h, host_sh, sizeof(host_sh));
+		}
 		break;
 	default:
 		free(t);
