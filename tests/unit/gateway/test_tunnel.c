@@ -1228,6 +1228,38 @@ run_gate_server_first(bool splice)
 static void test_gate_server_first_copy(void **s) { (void)s; run_gate_server_first(false); }
 static void test_gate_server_first_splice(void **s) { (void)s; run_gate_server_first(true); }
 
+/* Server-first, and the client half-closes without sending a byte (it
+ * only listens): there is no first record to gate. The FIN goes on and the
+ * upstream's bytes still reach the client, as without the gate. */
+static void
+run_gate_silent_client(bool splice)
+{
+	static const char banner[] = "220 mail.example.com ESMTP\r\n";
+	struct fx f;
+
+	fx_init(&f, splice, 0);
+	gw_tunnel_gate_sni(&f.t, GATE_HOST);
+	f.a.pre = banner;
+	f.a.prelen = sizeof(banner) - 1;
+	assert_int_equal(shutdown(f.a.fd, SHUT_WR), 0);
+	f.a.shut = true;
+	assert_int_equal(drive(&f, b_got_eof), 0);
+	assert_int_equal(f.st, GW_TUNNEL_RUNNING);
+	assert_int_equal(f.b.rcvd, 0);
+	app_send(f.b.fd, banner, sizeof(banner) - 1);
+	f.b.total = 200000;
+	f.b.shut_when_sent = true;
+	assert_int_equal(drive(&f, both_eof), 0);
+	assert_int_equal(f.st, GW_TUNNEL_DONE);
+	assert_false(f.t.refused);
+	assert_int_equal(f.a.rcvd, f.a.prelen + f.b.total);
+	assert_int_equal(f.b.rcvd, 0);
+	fx_fini(&f);
+}
+
+static void test_gate_silent_client_copy(void **s) { (void)s; run_gate_silent_client(false); }
+static void test_gate_silent_client_splice(void **s) { (void)s; run_gate_silent_client(true); }
+
 int
 main(void)
 {
@@ -1268,6 +1300,8 @@ main(void)
 		cmocka_unit_test(test_gate_no_sni_splice),
 		cmocka_unit_test(test_gate_server_first_copy),
 		cmocka_unit_test(test_gate_server_first_splice),
+		cmocka_unit_test(test_gate_silent_client_copy),
+		cmocka_unit_test(test_gate_silent_client_splice),
 	};
 
 	return sl_main_exit(cmocka_run_group_tests(tests, NULL, NULL));
