@@ -243,16 +243,32 @@ expect_map(struct ctx *x, const struct cy_node *n, const char *path,
 static void
 pathf(char *out, const char *base, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Writes base followed by fmt's expansion into out (PATHSZ bytes): a
+ * path into the document, for messages. A path that does not fit (deep
+ * nesting, long names) is cut and ends in "...", so that no message passes
+ * a cut path off as a whole one. */
 static void
 pathf(char *out, const char *base, const char *fmt, ...)
 {
 	char tail[PATHSZ];
 	va_list ap;
+	int n, m;
 
 	va_start(ap, fmt);
-	vsnprintf(tail, sizeof(tail), fmt, ap);
+	n = vsnprintf(tail, sizeof(tail), fmt, ap);
 	va_end(ap);
-	snprintf(out, PATHSZ, "%s%s", base, tail);
+	if (n < 0)
+		tail[0] = '\0';
+	m = snprintf(out, PATHSZ, "%s%s", base, tail);
+	if (m < 0)
+		out[0] = '\0';
+	if (n < 0 || (size_t)n >= sizeof(tail) || m < 0 || (size_t)m >= PATHSZ) {
+		size_t len = strlen(out);
+
+		if (len > PATHSZ - sizeof("..."))
+			len = PATHSZ - sizeof("...");
+		memcpy(out + len, "...", sizeof("..."));
+	}
 }
 
 /* Returns a scalar's text or NULL (error reported) for a non-scalar. */
@@ -1006,8 +1022,8 @@ load_daemon(struct ctx *x, const struct cy_node *n)
 	if (get_str(x, map_get(n, "data_dir"), "daemon.data_dir", &dm->data_dir) &&
 	    dm->data_dir[0] != '/')
 		err_at(x, map_get(n, "data_dir"), "daemon.data_dir: must be an absolute path");
-	if (get_str(x, map_get(n, "fleet_netns"), "daemon.fleet_netns", &dm->fleet_netns)) {
-		f = map_get(n, "fleet_netns");
+	f = map_get(n, "fleet_netns");
+	if (f && get_str(x, f, "daemon.fleet_netns", &dm->fleet_netns)) {
 		if (f->len > 64 || strchr(dm->fleet_netns, '/') || dm->fleet_netns[0] == '.')
 			err_at(x, f, "daemon.fleet_netns: not a namespace name (no '/', no leading '.', at most 64 bytes)");
 	}
@@ -1017,8 +1033,7 @@ load_daemon(struct ctx *x, const struct cy_node *n)
 	f = map_get(n, "control_socket");
 	if (f && f->kind == CY_SCALAR && f->plain && strcmp(f->str, "off") == 0) {
 		dm->control_socket = NULL;
-	} else if (get_str(x, map_get(n, "control_socket"), "daemon.control_socket",
-			   &dm->control_socket)) {
+	} else if (f && get_str(x, f, "daemon.control_socket", &dm->control_socket)) {
 		if (dm->control_socket[0] != '/' || strlen(dm->control_socket) > 107)
 			err_at(x, f, "daemon.control_socket: must be an absolute path shorter than 108 bytes, or off");
 	}
@@ -1415,7 +1430,8 @@ load_policy(struct ctx *x, const struct cy_node *it, const char *p, const char *
 				continue;
 			ok &= get_hostpat(x, map_get(ci, "host"), (pathf(s, r, ".host"), s), true, &cd->host);
 			h = map_get(ci, "header");
-			if (get_str(x, h, (pathf(s, r, ".header"), s), &cd->header)) {
+			/* (required: checked above, h is never NULL here) */
+			if (h && get_str(x, h, (pathf(s, r, ".header"), s), &cd->header)) {
 				for (size_t b = 0; b < h->len; b++) {
 					unsigned char ch = (unsigned char)h->str[b];
 
