@@ -224,16 +224,32 @@ cs_expect_map(struct ctx *x, const struct cy_node *n, const char *path,
 	return true;
 }
 
+/* Writes base followed by fmt's expansion into out (PATHSZ bytes): a
+ * path into the document, for messages. A path that does not fit (deep
+ * nesting, long names) is cut and ends in "...", so that no message passes
+ * a cut path off as a whole one. */
 void
 cs_pathf(char *out, const char *base, const char *fmt, ...)
 {
 	char tail[PATHSZ];
 	va_list ap;
+	int n, m;
 
 	va_start(ap, fmt);
-	vsnprintf(tail, sizeof(tail), fmt, ap);
+	n = vsnprintf(tail, sizeof(tail), fmt, ap);
 	va_end(ap);
-	snprintf(out, PATHSZ, "%s%s", base, tail);
+	if (n < 0)
+		tail[0] = '\0';
+	m = snprintf(out, PATHSZ, "%s%s", base, tail);
+	if (m < 0)
+		out[0] = '\0';
+	if (n < 0 || (size_t)n >= sizeof(tail) || m < 0 || (size_t)m >= PATHSZ) {
+		size_t len = strlen(out);
+
+		if (len > PATHSZ - sizeof("..."))
+			len = PATHSZ - sizeof("...");
+		memcpy(out + len, "...", sizeof("..."));
+	}
 }
 
 /* Returns a scalar's text or NULL (error reported) for a non-scalar. */
@@ -987,8 +1003,8 @@ load_daemon(struct ctx *x, const struct cy_node *n)
 	if (cs_get_str(x, cs_map_get(n, "data_dir"), "daemon.data_dir", &dm->data_dir) &&
 	    dm->data_dir[0] != '/')
 		cs_err_at(x, cs_map_get(n, "data_dir"), "daemon.data_dir: must be an absolute path");
-	if (cs_get_str(x, cs_map_get(n, "fleet_netns"), "daemon.fleet_netns", &dm->fleet_netns)) {
-		f = cs_map_get(n, "fleet_netns");
+	f = cs_map_get(n, "fleet_netns");
+	if (f && cs_get_str(x, f, "daemon.fleet_netns", &dm->fleet_netns)) {
 		if (f->len > 64 || strchr(dm->fleet_netns, '/') || dm->fleet_netns[0] == '.')
 			cs_err_at(x, f, "daemon.fleet_netns: not a namespace name (no '/', no leading '.', at most 64 bytes)");
 	}
@@ -998,8 +1014,7 @@ load_daemon(struct ctx *x, const struct cy_node *n)
 	f = cs_map_get(n, "control_socket");
 	if (f && f->kind == CY_SCALAR && f->plain && strcmp(f->str, "off") == 0) {
 		dm->control_socket = NULL;
-	} else if (cs_get_str(x, cs_map_get(n, "control_socket"), "daemon.control_socket",
-			   &dm->control_socket)) {
+	} else if (f && cs_get_str(x, f, "daemon.control_socket", &dm->control_socket)) {
 		if (dm->control_socket[0] != '/' || strlen(dm->control_socket) > 107)
 			cs_err_at(x, f, "daemon.control_socket: must be an absolute path shorter than 108 bytes, or off");
 	}

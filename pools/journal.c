@@ -931,15 +931,22 @@ smap_add(struct smap *m, const char *key, uint32_t val)
 		bigger.s = calloc(bigger.cap, sizeof(*bigger.s));
 		if (!bigger.s)
 			return NULL;
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->s[i].key)
-				*smap_slot(&bigger, m->s[i].key) = m->s[i];
+		for (size_t i = 0; i < m->cap; i++) {
+			if (!m->s[i].key)
+				continue;
+			/* (never NULL: bigger has slots) */
+			if (!(s = smap_slot(&bigger, m->s[i].key))) {
+				free(bigger.s);
+				return NULL;
+			}
+			*s = m->s[i];
+		}
 		bigger.n = m->n;
 		free(m->s);
 		*m = bigger;
 	}
 	s = smap_slot(m, key);
-	if (!(s->key = strdup(key)))
+	if (!s || !(s->key = strdup(key)))
 		return NULL;
 	s->val = val;
 	m->n++;

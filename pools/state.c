@@ -49,7 +49,7 @@ static const char *const kind_want[] = {
 };
 
 /* The member key of o, of the given kind: 0 with *out, or -EINVAL with
- * "pfx.key: why" in err. */
+ * "pfx.key: why" in err and *out NULL. */
 static int
 member(const json_t *o, const char *pfx, const char *key, enum kind k, const json_t **out,
        char *err, size_t errsz)
@@ -58,6 +58,7 @@ member(const json_t *o, const char *pfx, const char *key, enum kind k, const jso
 	const char *dot = *pfx ? "." : "";
 	bool ok;
 
+	*out = NULL;
 	if (!v)
 		return fail(err, errsz, "%s%s%s: missing", pfx, dot, key);
 	switch (k) {

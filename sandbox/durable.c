@@ -372,8 +372,12 @@ parse_new(const struct sbx_durable *w, const json_t *j, const char *op, struct s
 	int rc;
 
 	*out = NULL;
-	if (!(saved = sbx_calloc(1, w->saved_size)))
-		return sbx_fail(err, errsz, -ENOMEM, "%s: out of memory", op);
+	if (!(saved = sbx_calloc(1, w->saved_size))) {
+		/* (returned here, not through sbx_fail(): callers test rc < 0
+		 * alone before using *out, and this says it is) */
+		sbx_fail(err, errsz, -ENOMEM, "%s: out of memory", op);
+		return -ENOMEM;
+	}
 	if ((rc = w->parse(j, saved, err, errsz)) < 0) {
 		free(saved);
 		return rc;

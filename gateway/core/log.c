@@ -41,12 +41,24 @@ gw_log_timestamp(char *buf, size_t bufsz)
 {
 	struct timespec ts;
 	struct tm tm;
+	int n;
 
+	if (bufsz == 0)
+		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(buf, bufsz, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
-		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		 tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000L);
+	n = snprintf(buf, bufsz, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
+		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000L);
+	if (n < 0 || (size_t)n >= bufsz) {
+		/* Only a buffer under the 32 bytes promised, or a clock past
+		 * the year 9999, gets here: "-" rather than a cut time. */
+		buf[0] = '\0';
+		if (bufsz > 1) {
+			buf[0] = '-';
+			buf[1] = '\0';
+		}
+	}
 }
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), or 0. */

@@ -35,7 +35,7 @@ void gw_log(enum conf_log_level level, int with_errno, const char *fmt, ...) GW_
 size_t gw_json_escape(char *out, size_t outsz, const char *s, size_t n);
 
 /* Formats the current UTC time as 2026-12-02T16:53:24.123Z into buf
- * (at least 32 bytes). */
+ * (at least 32 bytes; a time that does not fit is written "-"). */
 void gw_log_timestamp(char *buf, size_t bufsz);
 
 #endif

@@ -181,7 +181,9 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 			if (g < 0)
 				return -1;
 			if (g == 0 && d->eof && d->start == d->end) {
-				/* Nothing came: the half-close passes on. */
+				/* EOF before any byte (a client that only
+				 * listens): there is no record to gate, and the
+				 * FIN goes on as it would without the gate. */
 				d->gate = NULL;
 			} else if (g == 0 && d->eof) {
 				/* The client gave up before its record was

@@ -28,8 +28,10 @@ int gw_tunnel_preload(struct gw_tunnel *t, enum gw_tunnel_side side,
  * whose server name is not `host` (borrowed, for the tunnel's life) ends
  * the tunnel with tls-sni-mismatch, one the reader cannot take strictly
  * with its reason (tls-malformed, ...), t->refused set either way. Bytes
- * that are not TLS, and a hello without a server name, pass. The upstream's
- * bytes flow meanwhile (server-first protocols). */
+ * that are not TLS, and a hello without a server name, pass; so does an
+ * EOF before any byte (nothing to gate), while an EOF inside the first
+ * record ends the tunnel (client-closed) with none of it delivered. The
+ * upstream's bytes flow meanwhile (server-first protocols). */
 void gw_tunnel_gate_sni(struct gw_tunnel *t, const char *host);
 
 /* The bytes delivered in direction side, less those preloaded as counted. */

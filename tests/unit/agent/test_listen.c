@@ -95,9 +95,12 @@ static int
 connect_to(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int fd;
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+		return -1;      /* too long for a socket address */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		if (fd >= 0)
 			close(fd);

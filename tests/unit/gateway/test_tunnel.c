@@ -5,7 +5,8 @@
  * upstream application `b`. The driver polls every fd, calls
  * gw_tunnel_run() only when a tunnel fd is ready for what the tunnel asked
  * (as the level-triggered loop does), and fails when nothing is ready for
- * two seconds (a stall). Every case runs copying and splicing. */
+ * two seconds (a stall). Every case runs copying and splicing. The hello
+ * gate's cases come last: bad inputs first, then what passes. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +31,9 @@
 
 #include "../sl_test.h"
 
+#include "reason.h"
+#include "tlshello.h"
+#include "tlshello_build.h"
 #include "tunnel.h"
 #include "xprt.h"
 
@@ -163,8 +167,10 @@ fx_fini(struct fx *f)
 		close(f->a.fd);
 	if (f->b.fd >= 0)
 		close(f->b.fd);
-	close(f->cfd);
-	close(f->ufd);
+	if (f->cfd >= 0)
+		close(f->cfd);
+	if (f->ufd >= 0)
+		close(f->ufd);
 }
 
 static void
@@ -250,6 +256,37 @@ peer_events(const struct peer *p)
 
 typedef bool (*until_fn)(struct fx *f);
 
+/* One poll of every fd for up to timeout_ms; lets the peers and the
+ * tunnel act on what is ready. Returns poll's count (0: nothing ready). */
+static int
+fx_poll(struct fx *f, int timeout_ms)
+{
+	struct pollfd pf[4];
+	int n;
+
+	pf[0] = (struct pollfd){ .fd = f->a.fd, .events = peer_events(&f->a) };
+	pf[1] = (struct pollfd){ .fd = f->b.fd, .events = peer_events(&f->b) };
+	pf[2] = (struct pollfd){ .fd = f->cfd, .events = (short)f->cev };
+	pf[3] = (struct pollfd){ .fd = f->ufd, .events = (short)f->uev };
+	if (f->a.fd < 0)
+		pf[0].fd = -1;
+	if (f->b.fd < 0)
+		pf[1].fd = -1;
+	n = poll(pf, 4, timeout_ms);
+	assert_true(n >= 0);
+	if (pf[0].revents & POLLOUT)
+		peer_send(&f->a);
+	if (pf[0].revents & (POLLIN | POLLHUP | POLLERR))
+		peer_recv(&f->a);
+	if (pf[1].revents & POLLOUT)
+		peer_send(&f->b);
+	if (pf[1].revents & (POLLIN | POLLHUP | POLLERR))
+		peer_recv(&f->b);
+	if (pf[2].revents || pf[3].revents)
+		fx_run(f);
+	return n;
+}
+
 /* Drives everything until `until` holds, or the tunnel ends. Returns 0, or
  * -1 on a stall (nothing ready for STALL_MS). */
 static int
@@ -258,9 +295,6 @@ drive(struct fx *f, until_fn until)
 	bool first = true;
 
 	for (;;) {
-		struct pollfd pf[4];
-		int n;
-
 		if (until && until(f))
 			return 0;
 		/* Ended: without a goal, done; with one, the peers drain. */
@@ -274,17 +308,7 @@ drive(struct fx *f, until_fn until)
 			first = false;
 			continue;
 		}
-		pf[0] = (struct pollfd){ .fd = f->a.fd, .events = peer_events(&f->a) };
-		pf[1] = (struct pollfd){ .fd = f->b.fd, .events = peer_events(&f->b) };
-		pf[2] = (struct pollfd){ .fd = f->cfd, .events = (short)f->cev };
-		pf[3] = (struct pollfd){ .fd = f->ufd, .events = (short)f->uev };
-		if (f->a.fd < 0)
-			pf[0].fd = -1;
-		if (f->b.fd < 0)
-			pf[1].fd = -1;
-		n = poll(pf, 4, STALL_MS);
-		assert_true(n >= 0);
-		if (n == 0) {
+		if (fx_poll(f, STALL_MS) == 0) {
 			print_error("stall: cev %#x uev %#x; c2u eof %d shut %d in_pipe %zu buf %zu; "
 				    "u2c eof %d shut %d in_pipe %zu buf %zu; a sent %zu/%zu rcvd %zu; "
 				    "b sent %zu/%zu rcvd %zu\n",
@@ -295,16 +319,6 @@ drive(struct fx *f, until_fn until)
 				    f->b.sent, f->b.total, f->b.rcvd);
 			return -1;
 		}
-		if (pf[0].revents & POLLOUT)
-			peer_send(&f->a);
-		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR))
-			peer_recv(&f->a);
-		if (pf[1].revents & POLLOUT)
-			peer_send(&f->b);
-		if (pf[1].revents & (POLLIN | POLLHUP | POLLERR))
-			peer_recv(&f->b);
-		if (pf[2].revents || pf[3].revents)
-			fx_run(f);
 	}
 }
 
@@ -743,6 +757,509 @@ run_hup_spin(bool splice)
 static void test_hup_spin_copy(void **s) { (void)s; run_hup_spin(false); }
 static void test_hup_spin_splice(void **s) { (void)s; run_hup_spin(true); }
 
+/* ---- the hello gate -------------------------------------------------- */
+
+/* The tunnel's destination, as the door gates it (gw_conn_tunnel_gate()). */
+#define GATE_HOST "example.com"
+
+static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+/* Writes all of p[0..n) from an application end (a few KiB at most: the
+ * tunnel's side takes them without the tunnel running). */
+static void
+app_send(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n > 0) {
+		ssize_t r = send(fd, c, n, MSG_NOSIGNAL);
+
+		if (r < 0 && errno == EAGAIN) {
+			struct pollfd pf = { fd, POLLOUT, 0 };
+
+			assert_int_equal(poll(&pf, 1, STALL_MS), 1);
+			continue;
+		}
+		if (r < 0)
+			fail_msg("send: %s", strerror(errno));
+		c += r;
+		n -= (size_t)r;
+	}
+}
+
+/* Drives everything for ms milliseconds, whatever happens: the pauses
+ * between a client's writes, which drive() would call a stall. */
+static void
+pump(struct fx *f, int ms)
+{
+	struct timespec t0, t1;
+	long left;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		left = ms - ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0 || f->st != GW_TUNNEL_RUNNING)
+			return;
+		fx_poll(f, (int)left);
+	}
+}
+
+/* The tunnel has ended: closes its upstream end, as gw_conn_close() would,
+ * and reads the upstream application to EOF. Returns what it got. */
+static size_t
+upstream_drain(struct fx *f)
+{
+	assert_true(f->st != GW_TUNNEL_RUNNING);
+	close(f->ufd);
+	f->ufd = -1;
+	f->b.paused = false;
+	while (!f->b.eof) {
+		struct pollfd pf = { f->b.fd, POLLIN, 0 };
+
+		assert_int_equal(poll(&pf, 1, STALL_MS), 1);
+		peer_recv(&f->b);
+	}
+	assert_int_equal(f->b.rerr, 0);
+	return f->b.rcvd;
+}
+
+static bool
+a_got_pre(struct fx *f)
+{
+	return f->a.rcvd >= f->a.prelen;
+}
+
+static bool
+b_got_pre(struct fx *f)
+{
+	return f->b.rcvd >= f->b.prelen;
+}
+
+static bool
+b_got_one(struct fx *f)
+{
+	return f->b.rcvd >= 1;
+}
+
+/* The gate refused: the tunnel ended with `reason`, and not a byte of the
+ * client's reached the upstream application. */
+static void
+assert_refused(struct fx *f, enum gw_reason reason, const char *seen)
+{
+	assert_int_equal(f->st, GW_TUNNEL_ERROR);
+	if (f->t.reason != reason)
+		fail_msg("reason %s, want %s (seen \"%s\")", gw_reason_name(f->t.reason),
+			 gw_reason_name(reason), f->t.seen);
+	assert_true(f->t.refused);
+	if (seen)
+		assert_string_equal(f->t.seen, seen);
+	assert_int_equal(f->t.dir[GW_TUNNEL_C2U].bytes, 0);
+	assert_int_equal(gw_tunnel_bytes(&f->t, GW_TUNNEL_C2U), 0);
+	assert_int_equal(upstream_drain(f), 0);
+}
+
+/* The gate opened on the client's first bytes (f->b.pre, delivered byte
+ * for byte): bulk both ways then passes, to the end, splicing if asked. */
+static void
+assert_opened_then_bulk(struct fx *f)
+{
+	assert_int_equal(drive(f, b_got_pre), 0);
+	assert_int_equal(f->st, GW_TUNNEL_RUNNING);
+	assert_int_equal(f->b.rcvd, f->b.prelen);
+	assert_null(f->t.dir[GW_TUNNEL_C2U].gate);
+	assert_false(f->t.refused);
+	f->a.total = 300000;
+	f->b.total = 200000;
+	f->a.shut_when_sent = f->b.shut_when_sent = true;
+	assert_int_equal(drive(f, both_eof), 0);
+	assert_int_equal(f->st, GW_TUNNEL_DONE);
+	assert_false(f->t.refused);
+	assert_int_equal(f->b.rcvd, f->b.prelen + f->a.total);
+	assert_int_equal(f->a.rcvd, f->a.prelen + f->b.total);
+	assert_int_equal(f->a.rerr, 0);
+	assert_int_equal(f->b.rerr, 0);
+	if (f->splice)
+		/* past 64 KiB each way: the pipes were made after the gate */
+		assert_true(f->t.dir[0].pipe[0] >= 0 && f->t.dir[1].pipe[0] >= 0);
+}
+
+/* How the client's first bytes reach the tunnel. */
+enum feed {
+	FEED_SOCKET,            /* one write on the client's socket */
+	FEED_PRELOAD,           /* all read by the door (pipelined after CONNECT) */
+	FEED_SPLIT,             /* some preloaded, the rest in two writes */
+};
+
+/* Gates f's tunnel as the CONNECT door does (gate, then the bytes it read
+ * after the request head), and feeds p[0..n) as `how` says. */
+static void
+gate_feed(struct fx *f, const void *p, size_t n, enum feed how)
+{
+	const uint8_t *b = p;
+
+	gw_tunnel_gate_sni(&f->t, GATE_HOST);
+	switch (how) {
+	case FEED_SOCKET:
+		app_send(f->a.fd, b, n);
+		break;
+	case FEED_PRELOAD:
+		assert_int_equal(gw_tunnel_preload(&f->t, GW_TUNNEL_C2U, p, n, false), 0);
+		break;
+	case FEED_SPLIT:
+		assert_true(n > 20);
+		assert_int_equal(gw_tunnel_preload(&f->t, GW_TUNNEL_C2U, p, 3, false), 0);
+		app_send(f->a.fd, b + 3, 10);
+		pump(f, 20);
+		app_send(f->a.fd, b + 13, n - 13);
+		break;
+	}
+}
+
+/* (a) A ClientHello naming another host: refused, tls-sni-mismatch,
+ * nothing upstream, even what the client sent after the hello. */
+static void
+run_gate_mismatch(bool splice)
+{
+	static const char *const names[] = { "other.test", "www.example.com", "example.co",
+					     "example.com.evil.test", "xample.com" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		for (int how = FEED_SOCKET; how <= FEED_SPLIT; how++) {
+			struct fx f;
+			struct hb h;
+
+			fx_init(&f, splice, 0);
+			hello_for(&h, names[i]);
+			/* bytes pipelined after the hello must not leak either */
+			put(&h, "early data", 10);
+			gate_feed(&f, h.b, h.n, (enum feed)how);
+			assert_int_equal(drive(&f, NULL), 0);
+			assert_refused(&f, GW_R_TLS_SNI_MISMATCH, names[i]);
+			fx_fini(&f);
+		}
+	}
+}
+
+static void test_gate_mismatch_copy(void **s) { (void)s; run_gate_mismatch(false); }
+static void test_gate_mismatch_splice(void **s) { (void)s; run_gate_mismatch(true); }
+
+/* The header of a record `len` bytes long, and no more. */
+static void
+record_header(struct hb *h, size_t len)
+{
+	h->n = 0;
+	put8(h, 0x16);
+	put16(h, 0x0301);
+	put16(h, (unsigned)len);
+}
+
+/* A hello for `name` whose padding extension (RFC 7685) makes it `total`
+ * bytes on the wire, record header included. */
+static void
+hello_sized(struct hb *h, const char *name, size_t total)
+{
+	static uint8_t zeros[GW_TUNNEL_BUF];
+	struct hb e = { .n = 0 };
+	size_t base;
+
+	ext_sni(&e, name);
+	hello(h, NULL, &e);
+	base = h->n;
+	assert_true(total >= base + 4 && total - base - 4 <= sizeof(zeros));
+	ext(&e, 21, zeros, total - base - 4);
+	hello(h, NULL, &e);
+	assert_int_equal(h->n, total);
+}
+
+/* (b) A first record the reader cannot take strictly: refused with the
+ * reader's reason, nothing upstream. */
+static void
+run_gate_malformed(bool splice)
+{
+	static const uint8_t server_hello[] = { 0x16, 0x03, 0x03, 0x00, 0x08, 0x02, 0x00, 0x00,
+						0x04, 0x03, 0x03, 0x00, 0x00 };
+	struct {
+		const char *what;
+		enum gw_tlshello_result res;
+		enum gw_reason reason;
+	} cases[] = {
+		{ "extensions past the end", GW_TLSHELLO_MALFORMED, GW_R_TLS_MALFORMED },
+		{ "bytes after the extensions", GW_TLSHELLO_MALFORMED, GW_R_TLS_MALFORMED },
+		{ "hello longer than its record", GW_TLSHELLO_FRAGMENTED, GW_R_TLS_FRAGMENTED },
+		{ "an IP literal", GW_TLSHELLO_BAD_SNI, GW_R_TLS_BAD_SNI },
+		{ "a ServerHello", GW_TLSHELLO_NOT_CLIENT_HELLO, GW_R_TLS_NOT_CLIENT_HELLO },
+		/* past what the tunnel's buffer holds: refused from the
+		 * header alone, not waited for */
+		{ "a record over the buffer (header)", GW_TLSHELLO_TOO_BIG, GW_R_TLS_TOO_BIG },
+		{ "a record over the buffer (whole)", GW_TLSHELLO_TOO_BIG, GW_R_TLS_TOO_BIG },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (int how = FEED_SOCKET; how <= FEED_PRELOAD; how++) {
+			struct hello_opt opt = { 0 };
+			struct gw_tlshello o;
+			struct hb h, e = { .n = 0 };
+			struct fx f;
+
+			ext_sni(&e, GATE_HOST);
+			switch (i) {
+			case 0:
+				opt.ext_len_delta = 1;
+				hello(&h, &opt, &e);
+				break;
+			case 1:
+				opt.ext_len_delta = -1;
+				hello(&h, &opt, &e);
+				break;
+			case 2:
+				opt.hs_len_delta = 1;
+				hello(&h, &opt, &e);
+				break;
+			case 3:
+				hello_for(&h, "10.0.0.1");
+				break;
+			case 4:
+				h.n = 0;
+				put(&h, server_hello, sizeof(server_hello));
+				break;
+			case 5:
+				record_header(&h, GW_TUNNEL_BUF - GW_TLSHELLO_HEADER + 1);
+				break;
+			default:
+				hello_sized(&h, GATE_HOST, GW_TUNNEL_BUF + 1);
+				if (how == FEED_PRELOAD)
+					/* more than the buffer: the door could not */
+					continue;
+				break;
+			}
+			/* the input is what it says, at the tunnel's limit */
+			assert_int_equal(gw_tlshello_parse(h.b, h.n,
+							   GW_TUNNEL_BUF - GW_TLSHELLO_HEADER, &o),
+					 cases[i].res);
+			assert_int_equal(gw_tlshello_reason(cases[i].res), cases[i].reason);
+			fx_init(&f, splice, 0);
+			gate_feed(&f, h.b, h.n, (enum feed)how);
+			assert_int_equal(drive(&f, NULL), 0);
+			if (f.st != GW_TUNNEL_ERROR)
+				fail_msg("%s: not refused", cases[i].what);
+			assert_refused(&f, cases[i].reason, NULL);
+			/* seen says what the reader found */
+			assert_true(f.t.seen[0] == '(' && strstr(f.t.seen, o.msg));
+			fx_fini(&f);
+		}
+	}
+}
+
+static void test_gate_malformed_copy(void **s) { (void)s; run_gate_malformed(false); }
+static void test_gate_malformed_splice(void **s) { (void)s; run_gate_malformed(true); }
+
+/* (c) Half a hello, then EOF: the tunnel ends, nothing went upstream. */
+static void
+run_gate_half_then_eof(bool splice)
+{
+	for (int how = FEED_SOCKET; how <= FEED_SPLIT; how++) {
+		struct fx f;
+		struct hb h;
+
+		fx_init(&f, splice, 0);
+		hello_for(&h, GATE_HOST);
+		/* (FEED_SPLIT: 3 preloaded, then 10 and the rest on the socket) */
+		gate_feed(&f, h.b, h.n / 2, (enum feed)how);
+		pump(&f, 20);
+		assert_int_equal(f.st, GW_TUNNEL_RUNNING);
+		assert_int_equal(shutdown(f.a.fd, SHUT_WR), 0);
+		f.a.shut = true;
+		assert_int_equal(drive(&f, NULL), 0);
+		assert_int_equal(f.st, GW_TUNNEL_ERROR);
+		assert_int_equal(f.t.reason, GW_R_CLIENT_CLOSED);
+		assert_false(f.t.refused);
+		assert_int_equal(f.t.dir[GW_TUNNEL_C2U].bytes, 0);
+		assert_int_equal(upstream_drain(&f), 0);
+		fx_fini(&f);
+	}
+}
+
+static void test_gate_half_eof_copy(void **s) { (void)s; run_gate_half_then_eof(false); }
+static void test_gate_half_eof_splice(void **s) { (void)s; run_gate_half_then_eof(true); }
+
+/* (d) A hello naming the host (in other case), arriving in pieces with
+ * pauses, its first bytes preloaded as the CONNECT door does with what the
+ * client pipelined: held whole until its last byte, then delivered byte
+ * for byte; meanwhile the 200 reaches the client. */
+static void
+run_gate_match_split(bool splice)
+{
+	struct fx f;
+	struct hb h;
+	size_t cut[] = { 7, 40, 0, 0 };
+
+	fx_init(&f, splice, 0);
+	hello_for(&h, "ExAmple.COM");
+	cut[2] = h.n - 1;
+	cut[3] = h.n;
+	f.b.pre = (const char *)h.b;
+	f.b.prelen = h.n;
+	f.a.pre = established;
+	f.a.prelen = sizeof(established) - 1;
+	gw_tunnel_gate_sni(&f.t, "Example.com");
+	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_U2C, established,
+					   sizeof(established) - 1, false), 0);
+	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_C2U, (const char *)h.b, cut[0],
+					   false), 0);
+	/* the upstream's bytes flow while the gate holds the client's */
+	assert_int_equal(drive(&f, a_got_pre), 0);
+	assert_int_equal(f.a.rcvd, f.a.prelen);
+	for (size_t i = 1; i < sizeof(cut) / sizeof(cut[0]); i++) {
+		pump(&f, 30);
+		assert_int_equal(f.st, GW_TUNNEL_RUNNING);
+		assert_int_equal(f.b.rcvd, 0);
+		assert_non_null(f.t.dir[GW_TUNNEL_C2U].gate);
+		app_send(f.a.fd, h.b + cut[i - 1], cut[i] - cut[i - 1]);
+	}
+	assert_opened_then_bulk(&f);
+	fx_fini(&f);
+}
+
+static void test_gate_match_split_copy(void **s) { (void)s; run_gate_match_split(false); }
+static void test_gate_match_split_splice(void **s) { (void)s; run_gate_match_split(true); }
+
+/* A matching hello that fills the tunnel's buffer exactly, with the
+ * client's next bytes already behind it: passes. */
+static void
+run_gate_full_buffer(bool splice)
+{
+	static struct hb h;
+	struct fx f;
+
+	fx_init(&f, splice, 0);
+	hello_sized(&h, GATE_HOST, GW_TUNNEL_BUF);
+	f.b.pre = (const char *)h.b;
+	f.b.prelen = h.n;
+	gate_feed(&f, h.b, h.n, FEED_SOCKET);
+	app_send(f.a.fd, "tail", 4);
+	f.b.prelen += 4;
+	memcpy(h.b + h.n, "tail", 4);
+	assert_opened_then_bulk(&f);
+	fx_fini(&f);
+}
+
+static void test_gate_full_buffer_copy(void **s) { (void)s; run_gate_full_buffer(false); }
+static void test_gate_full_buffer_splice(void **s) { (void)s; run_gate_full_buffer(true); }
+
+/* (e) Bytes that are not TLS pass at once: the first byte says so. */
+static void
+run_gate_not_tls(bool splice)
+{
+	static const char *const firsts[] = {
+		"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n",
+		"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n",
+	};
+
+	for (size_t i = 0; i < sizeof(firsts) / sizeof(firsts[0]); i++) {
+		struct fx f;
+
+		fx_init(&f, splice, 0);
+		f.b.pre = firsts[i];
+		f.b.prelen = strlen(firsts[i]);
+		gw_tunnel_gate_sni(&f.t, GATE_HOST);
+		app_send(f.a.fd, firsts[i], 1);
+		assert_int_equal(drive(&f, b_got_one), 0);
+		assert_null(f.t.dir[GW_TUNNEL_C2U].gate);
+		app_send(f.a.fd, firsts[i] + 1, f.b.prelen - 1);
+		assert_opened_then_bulk(&f);
+		fx_fini(&f);
+	}
+}
+
+static void test_gate_not_tls_copy(void **s) { (void)s; run_gate_not_tls(false); }
+static void test_gate_not_tls_splice(void **s) { (void)s; run_gate_not_tls(true); }
+
+/* (f) A well-formed hello without server_name passes. */
+static void
+run_gate_no_sni(bool splice)
+{
+	for (int how = FEED_SOCKET; how <= FEED_SPLIT; how++) {
+		struct hb h, e = { .n = 0 };
+		struct gw_tlshello o;
+		struct fx f;
+
+		ext(&e, 16, "\x00\x03\x02h2", 5);
+		hello(&h, NULL, &e);
+		assert_int_equal(gw_tlshello_parse(h.b, h.n, 0, &o), GW_TLSHELLO_NO_SNI);
+		fx_init(&f, splice, 0);
+		f.b.pre = (const char *)h.b;
+		f.b.prelen = h.n;
+		gate_feed(&f, h.b, h.n, (enum feed)how);
+		assert_opened_then_bulk(&f);
+		fx_fini(&f);
+	}
+}
+
+static void test_gate_no_sni_copy(void **s) { (void)s; run_gate_no_sni(false); }
+static void test_gate_no_sni_splice(void **s) { (void)s; run_gate_no_sni(true); }
+
+/* (g) Server-first: the upstream's banner reaches the client while the
+ * gate is closed; the client's reply, not TLS, then opens it. */
+static void
+run_gate_server_first(bool splice)
+{
+	static const char banner[] = "SSH-2.0-OpenSSH_9.2p1\r\n";
+	static const char reply[] = "SSH-2.0-libssh_0.10.4\r\n";
+	struct fx f;
+
+	fx_init(&f, splice, 0);
+	gw_tunnel_gate_sni(&f.t, GATE_HOST);
+	f.a.pre = banner;
+	f.a.prelen = sizeof(banner) - 1;
+	f.b.pre = reply;
+	f.b.prelen = sizeof(reply) - 1;
+	app_send(f.b.fd, banner, sizeof(banner) - 1);
+	assert_int_equal(drive(&f, a_got_pre), 0);
+	assert_int_equal(f.st, GW_TUNNEL_RUNNING);
+	assert_int_equal(f.a.rcvd, f.a.prelen);
+	assert_non_null(f.t.dir[GW_TUNNEL_C2U].gate);
+	assert_int_equal(f.b.rcvd, 0);
+	app_send(f.a.fd, reply, sizeof(reply) - 1);
+	assert_opened_then_bulk(&f);
+	fx_fini(&f);
+}
+
+static void test_gate_server_first_copy(void **s) { (void)s; run_gate_server_first(false); }
+static void test_gate_server_first_splice(void **s) { (void)s; run_gate_server_first(true); }
+
+/* Server-first, and the client half-closes without sending a byte (it
+ * only listens): there is no first record to gate. The FIN goes on and the
+ * upstream's bytes still reach the client, as without the gate. */
+static void
+run_gate_silent_client(bool splice)
+{
+	static const char banner[] = "220 mail.example.com ESMTP\r\n";
+	struct fx f;
+
+	fx_init(&f, splice, 0);
+	gw_tunnel_gate_sni(&f.t, GATE_HOST);
+	f.a.pre = banner;
+	f.a.prelen = sizeof(banner) - 1;
+	assert_int_equal(shutdown(f.a.fd, SHUT_WR), 0);
+	f.a.shut = true;
+	assert_int_equal(drive(&f, b_got_eof), 0);
+	assert_int_equal(f.st, GW_TUNNEL_RUNNING);
+	assert_int_equal(f.b.rcvd, 0);
+	app_send(f.b.fd, banner, sizeof(banner) - 1);
+	f.b.total = 200000;
+	f.b.shut_when_sent = true;
+	assert_int_equal(drive(&f, both_eof), 0);
+	assert_int_equal(f.st, GW_TUNNEL_DONE);
+	assert_false(f.t.refused);
+	assert_int_equal(f.a.rcvd, f.a.prelen + f.b.total);
+	assert_int_equal(f.b.rcvd, 0);
+	fx_fini(&f);
+}
+
+static void test_gate_silent_client_copy(void **s) { (void)s; run_gate_silent_client(false); }
+static void test_gate_silent_client_splice(void **s) { (void)s; run_gate_silent_client(true); }
+
 int
 main(void)
 {
@@ -767,6 +1284,24 @@ main(void)
 		cmocka_unit_test(test_fairness_splice),
 		cmocka_unit_test(test_hup_spin_copy),
 		cmocka_unit_test(test_hup_spin_splice),
+		cmocka_unit_test(test_gate_mismatch_copy),
+		cmocka_unit_test(test_gate_mismatch_splice),
+		cmocka_unit_test(test_gate_malformed_copy),
+		cmocka_unit_test(test_gate_malformed_splice),
+		cmocka_unit_test(test_gate_half_eof_copy),
+		cmocka_unit_test(test_gate_half_eof_splice),
+		cmocka_unit_test(test_gate_match_split_copy),
+		cmocka_unit_test(test_gate_match_split_splice),
+		cmocka_unit_test(test_gate_full_buffer_copy),
+		cmocka_unit_test(test_gate_full_buffer_splice),
+		cmocka_unit_test(test_gate_not_tls_copy),
+		cmocka_unit_test(test_gate_not_tls_splice),
+		cmocka_unit_test(test_gate_no_sni_copy),
+		cmocka_unit_test(test_gate_no_sni_splice),
+		cmocka_unit_test(test_gate_server_first_copy),
+		cmocka_unit_test(test_gate_server_first_splice),
+		cmocka_unit_test(test_gate_silent_client_copy),
+		cmocka_unit_test(test_gate_silent_client_splice),
 	};
 
 	return sl_main_exit(cmocka_run_group_tests(tests, NULL, NULL));
