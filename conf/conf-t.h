@@ -178,6 +178,9 @@ enum conf_cred_kind {
 	CONF_CRED_PLACEHOLDER,  /* the guest's `env` holds a sentinel; sluice
 				 * puts `value` where a header value has it */
 	CONF_CRED_QUERY,        /* `param=value` in the query, client's removed */
+	CONF_CRED_SIGV4,        /* AWS Signature V4: the guest signs with
+				 * placeholder keys; sluice signs again as `user`
+				 * (the access key id) with `value` (the secret) */
 };
 
 /* "sluice-ph-" and 32 lowercase hex digits, and a NUL. */
@@ -191,7 +194,8 @@ struct conf_credential {
 	enum conf_cred_kind kind;
 	struct conf_hostpat host;
 	char *header;                   /* HEADER: the field; else NULL */
-	char *user;                     /* BASIC: the user (not secret) */
+	char *user;                     /* BASIC: the user; SIGV4: the access key id
+					 * (neither is secret) */
 	char *param;                    /* QUERY: the parameter's name */
 	char *env;                      /* PLACEHOLDER: the guest's variable */
 	struct conf_secret value;       /* the secret (BASIC: the password) */

@@ -6,6 +6,7 @@
  *   basic        { kind: basic, host, user, password }
  *   placeholder  { kind: placeholder, host, env, value }
  *   query        { kind: query, host, param, value }
+ *   sigv4        { kind: sigv4, host, access_key_id, secret }
  *
  * plus `name` (default: the host pattern and what is set, e.g.
  * "api.github.com/authorization") and `cleartext` (default false). The
@@ -126,15 +127,17 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 	 bool saved)
 {
 	static const char *const keys[] = { "name", "kind", "host", "header", "value", "user",
-					    "password", "param", "env", "cleartext", "sentinel",
-					    NULL };
-	static const char *const kinds[] = { "header", "basic", "placeholder", "query", NULL };
+					    "password", "param", "env", "access_key_id", "secret",
+					    "cleartext", "sentinel", NULL };
+	static const char *const kinds[] = { "header", "basic", "placeholder", "query", "sigv4",
+					     NULL };
 	/* What each kind needs besides host, and may have. */
 	static const char *const need[][3] = {
 		[CONF_CRED_HEADER] = { "header", "value", NULL },
 		[CONF_CRED_BASIC] = { "user", "password", NULL },
 		[CONF_CRED_PLACEHOLDER] = { "env", "value", NULL },
 		[CONF_CRED_QUERY] = { "param", "value", NULL },
+		[CONF_CRED_SIGV4] = { "access_key_id", "secret", NULL },
 	};
 	const struct cy_node *n;
 	char s[PATHSZ], what[80];
@@ -164,7 +167,8 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 	}
 	/* A key of another kind is a mistake worth saying. */
 	for (const char *const *k = (const char *const[]){ "header", "value", "user", "password",
-							   "param", "env", NULL };
+							   "param", "env", "access_key_id",
+							   "secret", NULL };
 	     *k; k++) {
 		bool mine = false;
 
@@ -236,6 +240,35 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 		ok &= get_cred_secret(x, ci, "value", r, &cd->value);
 		snprintf(what, sizeof(what), "?%s", cd->param ? cd->param : "?");
 		break;
+	case CONF_CRED_SIGV4:
+		n = cs_map_get(ci, "access_key_id");
+		if (cs_get_str(x, n, (cs_pathf(s, r, ".access_key_id"), s), &cd->user)) {
+			size_t l = strlen(cd->user);
+			bool good = l >= 16 && l <= 128;
+
+			for (size_t b = 0; good && b < l; b++)
+				good = isupper((unsigned char)cd->user[b]) || isdigit((unsigned char)cd->user[b]);
+			if (!good) {
+				cs_err_at(x, n, "%s: an access key id is 16..128 of A-Z and 0-9", s);
+				ok = false;
+			}
+		} else {
+			ok = false;
+		}
+		ok &= get_cred_secret(x, ci, "secret", r, &cd->value);
+		snprintf(what, sizeof(what), "sigv4");
+		if ((n = cs_map_get(ci, "sentinel"))) {
+			char *sv = NULL;
+
+			if (!cs_get_str(x, n, (cs_pathf(s, r, ".sentinel"), s), &sv) ||
+			    !conf_cred_sentinel_ok(sv)) {
+				cs_err_at(x, n, "%s: not a sentinel sluice made", s);
+				ok = false;
+			} else {
+				memcpy(cd->sentinel, sv, CONF_SENTINEL_LEN);
+			}
+		}
+		break;
 	}
 	if (!ok)
 		return false;
@@ -262,7 +295,7 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 const char *
 conf_cred_kind_name(enum conf_cred_kind k)
 {
-	static const char *const n[] = { "header", "basic", "placeholder", "query" };
+	static const char *const n[] = { "header", "basic", "placeholder", "query", "sigv4" };
 
 	return (unsigned)k < sizeof(n) / sizeof(n[0]) ? n[k] : "?";
 }

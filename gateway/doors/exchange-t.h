@@ -69,6 +69,12 @@ struct gw_inject {
 	size_t n;
 	size_t extra;           /* what the rebuilt head may grow by */
 	bool sentinels;         /* header values hold this layer's sentinels */
+	/* SigV4: the guest signed with this layer's placeholder keys; authz is
+	 * the Authorization value signed again with the real ones (made when
+	 * planned, freed when the head is built). */
+	const struct conf_credential *sigv4;
+	char *authz;
+	size_t authz_len;
 };
 
 /* How an exchange's connection came in: the forward door's own (its

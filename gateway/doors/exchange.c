@@ -128,6 +128,8 @@ gw_h1x_fini(struct gw_conn *c)
 
 	gw_half_free(&x->up);
 	gw_half_free(&x->down);
+	free(x->inj.authz);
+	x->inj.authz = NULL;
 }
 
 /* The teardown's first step (conn.h): a request cut short still gets its

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "policy.h"
 #include "reason.h"
+#include "sigv4.h"
 
 #define PREFIX     CONF_SENTINEL_PREFIX
 #define PREFIX_LEN (sizeof(CONF_SENTINEL_PREFIX) - 1)
@@ -132,6 +133,68 @@ check_span(struct gw_h1x *x, const char *p, size_t n, const char *where, int *co
 	return 0;
 }
 
+/* SigV4 (AWS): an Authorization a guest signed with this layer's
+ * placeholder access key id is signed again with the real keys, now, so
+ * that a request sluice cannot sign is refused before anything is dialled.
+ * A placeholder id (SLUICE...) that is not this request's to sign is a
+ * sentinel out of place. 0, or -1 after refusing. */
+static int
+plan_sigv4(struct gw_h1x *x)
+{
+	const struct gw_h1_header *h = gw_h1_header_find(&x->reqh, "Authorization");
+	const struct conf_credential *cr = NULL;
+	struct gw_sigv4_auth a;
+	struct gw_sigv4_request rq;
+	char akid[GW_POLICY_AKID_LEN], err[256];
+	enum gw_sigv4_result r;
+
+	free(x->inj.authz);
+	x->inj.authz = NULL;
+	x->inj.sigv4 = NULL;
+	if (!h || !memmem(h->value.p, h->value.len, "Credential=SLUICE", 17))
+		return 0;
+	for (size_t i = 0; i < x->inj.n; i++)
+		if (x->inj.c[i]->kind == CONF_CRED_SIGV4)
+			cr = x->inj.c[i];
+	if (gw_h1_header_next(&x->reqh, h, "Authorization"))
+		return violation(x, "a placeholder access key id in one of two Authorization fields",
+				 "a header");
+	r = gw_sigv4_parse(h->value.p, h->value.len, &a, err, sizeof(err));
+	if (cr)
+		gw_policy_sigv4_akid(cr, akid);
+	if (r != GW_SIGV4_OK || !cr || strcmp(a.akid, akid) != 0)
+		return violation(x, cr ? "a placeholder access key id that is not its layer's"
+				       : "a placeholder access key id out of its credential's scope",
+				 "the SigV4 Authorization");
+	memset(&rq, 0, sizeof(rq));
+	rq.method = x->reqh.method;
+	rq.path = x->target.path;
+	if (x->target.has_query)
+		rq.query = x->target.query;
+	rq.headers = x->reqh.headers;
+	rq.nheaders = x->reqh.nheaders;
+	rq.s3 = strcmp(a.service, "s3") == 0;
+	x->inj.authz_len = 0;
+	if (!(x->inj.authz = malloc(8192))) {
+		gw_h1x_refuse(x, 503, GW_R_INTERNAL, "out of memory");
+		return -1;
+	}
+	r = gw_sigv4_resign(h->value.p, h->value.len, &rq, cr->user, strlen(cr->user),
+			    cr->value.value, cr->value.len, x->inj.authz, 8192, &x->inj.authz_len, err,
+			    sizeof(err));
+	if (r != GW_SIGV4_OK) {
+		free(x->inj.authz);
+		x->inj.authz = NULL;
+		gw_h1x_refuse(x, r == GW_SIGV4_UNSUPPORTED ? 501 : 400,
+			      r == GW_SIGV4_UNSUPPORTED ? GW_R_UNSUPPORTED : GW_R_BAD_REQUEST,
+			      "cannot sign this request again (sigv4): %s", err);
+		return -1;
+	}
+	x->inj.sigv4 = cr;
+	x->inj.extra += x->inj.authz_len;
+	return 0;
+}
+
 int
 gw_inject_plan(struct gw_h1x *x)
 {
@@ -141,6 +204,7 @@ gw_inject_plan(struct gw_h1x *x)
 						  memcmp(x->reqh.method.p, "TRACK", 5) == 0));
 	int count = 0;
 
+	free(x->inj.authz);
 	memset(&x->inj, 0, sizeof(x->inj));
 	c->req.inject[0] = '\0';
 	if (!x->is_connect && !trace)
@@ -148,6 +212,8 @@ gw_inject_plan(struct gw_h1x *x)
 	/* Sentinels go in header values only. */
 	if (memmem(x->reqh.target.p, x->reqh.target.len, PREFIX, PREFIX_LEN))
 		return violation(x, "a sentinel", "the request-target");
+	if (plan_sigv4(x) < 0)
+		return -1;
 	for (size_t i = 0; i < x->reqh.nheaders; i++) {
 		const struct gw_h1_header *h = &x->reqh.headers[i];
 		unsigned char dec[3 * 2048];
@@ -271,6 +337,13 @@ gw_inject_header(struct gw_h1x *x, struct gw_h1_writer *wr, const struct gw_h1_h
 
 	if (strips(x, h))
 		return;
+	if (x->inj.authz && h->name.len == 13 && strncasecmp(h->name.p, "Authorization", 13) == 0) {
+		gw_h1_write_header(wr, h->name, (struct gw_h1_span){ x->inj.authz, x->inj.authz_len });
+		note(x, x->inj.sigv4);
+		free(x->inj.authz);
+		x->inj.authz = NULL;
+		return;
+	}
 	if (!x->inj.sentinels) {
 		gw_h1_write_header(wr, h->name, h->value);
 		return;
@@ -338,6 +411,7 @@ gw_inject_finish(struct gw_h1x *x, struct gw_h1_writer *wr)
 			note(x, c);
 			break;
 		case CONF_CRED_PLACEHOLDER:
+		case CONF_CRED_SIGV4:
 			break;
 		}
 	}

@@ -436,6 +436,7 @@ static const char *cred_slot(const struct conf_credential *c, char *buf, size_t 
 {
 	switch (c->kind) {
 	case CONF_CRED_BASIC:
+	case CONF_CRED_SIGV4:
 		return "authorization";
 	case CONF_CRED_QUERY:
 		snprintf(buf, sz, "?%s", c->param);
@@ -510,9 +511,31 @@ int gw_policy_credentials(const struct gw_policy *p, const char *host, uint16_t 
 void gw_policy_placeholders(const struct gw_policy *p,
 			    void (*fn)(void *arg, const char *env, const char *sentinel), void *arg)
 {
-	for (size_t i = 0; p && i < p->ncreds; i++)
-		if (p->creds[i].kind == CONF_CRED_PLACEHOLDER)
-			fn(arg, p->creds[i].env, p->creds[i].sentinel);
+	for (size_t i = 0; p && i < p->ncreds; i++) {
+		const struct conf_credential *c = &p->creds[i];
+		char akid[GW_POLICY_AKID_LEN];
+
+		if (c->kind == CONF_CRED_PLACEHOLDER) {
+			fn(arg, c->env, c->sentinel);
+		} else if (c->kind == CONF_CRED_SIGV4) {
+			gw_policy_sigv4_akid(c, akid);
+			fn(arg, "AWS_ACCESS_KEY_ID", akid);
+			fn(arg, "AWS_SECRET_ACCESS_KEY", c->sentinel);
+		}
+	}
+}
+
+void gw_policy_sigv4_akid(const struct conf_credential *c, char out[GW_POLICY_AKID_LEN])
+{
+	/* "SLUICE" and the sentinel's first 14 hex digits, uppercase: 20
+	 * characters, the shape SDKs expect of an access key id. */
+	memcpy(out, "SLUICE", 6);
+	for (size_t i = 0; i < 14; i++) {
+		char ch = c->sentinel[10 + i];
+
+		out[6 + i] = ch >= 'a' && ch <= 'f' ? (char)(ch - 'a' + 'A') : ch;
+	}
+	out[20] = '\0';
 }
 
 const struct conf_credential *gw_policy_sentinel(const struct gw_policy *p, const char *s,
@@ -684,6 +707,7 @@ static bool cred_complete(const struct conf_credential *c)
 	case CONF_CRED_HEADER:
 		return c->header && c->header[0];
 	case CONF_CRED_BASIC:
+	case CONF_CRED_SIGV4:
 		return c->user != NULL;
 	case CONF_CRED_QUERY:
 		return c->param && c->param[0];
@@ -753,7 +777,7 @@ static int copy_creds(struct gw_policy *p, const struct conf_policy *cp)
 			return -ENOMEM;
 		/* A placeholder's sentinel: kept from a saved layer (the guest
 		 * holds it), else made here, for this layer alone. */
-		if (c->kind == CONF_CRED_PLACEHOLDER) {
+		if (c->kind == CONF_CRED_PLACEHOLDER || c->kind == CONF_CRED_SIGV4) {
 			if (src->sentinel[0])
 				memcpy(c->sentinel, src->sentinel, sizeof(c->sentinel));
 			else if (make_sentinel(c->sentinel) < 0)
@@ -1086,10 +1110,13 @@ static int save_cred(json_t *arr, const struct pol_rule *r, const struct conf_cr
 	if (!o)
 		return -EINVAL;         /* ENOMEM, or a text that is not UTF-8 */
 	if ((c->header && json_object_set_new(o, "header", json_string(c->header)) < 0) ||
-	    (c->user && json_object_set_new(o, "user", json_string(c->user)) < 0) ||
+	    (c->user && json_object_set_new(o, c->kind == CONF_CRED_SIGV4 ? "access_key_id" : "user",
+					    json_string(c->user)) < 0) ||
 	    (c->param && json_object_set_new(o, "param", json_string(c->param)) < 0) ||
 	    (c->env && json_object_set_new(o, "env", json_string(c->env)) < 0) ||
-	    json_object_set_new(o, c->kind == CONF_CRED_BASIC ? "password" : "value",
+	    json_object_set_new(o, c->kind == CONF_CRED_BASIC   ? "password"
+				   : c->kind == CONF_CRED_SIGV4 ? "secret"
+								: "value",
 				json_string(c->value.ref)) < 0 ||
 	    (c->cleartext && json_object_set_new(o, "cleartext", json_true()) < 0) ||
 	    (c->sentinel[0] && json_object_set_new(o, "sentinel", json_string(c->sentinel)) < 0)) {

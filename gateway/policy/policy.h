@@ -112,6 +112,11 @@ int gw_policy_credentials(const struct gw_policy *p, const char *host, uint16_t 
 void gw_policy_placeholders(const struct gw_policy *p,
 			    void (*fn)(void *arg, const char *env, const char *sentinel), void *arg);
 
+/* A sigv4 credential's placeholder access key id (the guest's
+ * AWS_ACCESS_KEY_ID; its AWS_SECRET_ACCESS_KEY is the sentinel). */
+#define GW_POLICY_AKID_LEN 21
+void gw_policy_sigv4_akid(const struct conf_credential *c, char out[GW_POLICY_AKID_LEN]);
+
 /* The layer's placeholder whose sentinel is s[0..n), or NULL (another
  * layer's, a stale one, or no sentinel). */
 const struct conf_credential *gw_policy_sentinel(const struct gw_policy *p, const char *s,

@@ -59,10 +59,36 @@ git init -q "$E2E_TMP/work" && echo "private repo" >"$E2E_TMP/work/README" &&
 	git -C "$E2E_TMP/work" push -q "$E2E_TMP/repo.git" HEAD:refs/heads/main &&
 	git -C "$E2E_TMP/repo.git" symbolic-ref HEAD refs/heads/main &&
 	git -C "$E2E_TMP/repo.git" update-server-info
+AWS_AKID=AKIAE2EREALKEY000001
+AWS_SECRET="e2e-aws-secret-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export SL_E2E_AWS_SECRET=$AWS_SECRET
+printf '%s' "$AWS_SECRET" >"$E2E_TMP/awssecret"
 cat > "$E2E_TMP/tls.py" <<'PY'
 import base64, http.server, os, socketserver, ssl, sys
 TOKEN = open(sys.argv[3]).read()
 REPO = sys.argv[4]
+AWS = ("AKIAE2EREALKEY000001", open(sys.argv[5]).read())
+def sigv4_ok(h, method, path):
+    # botocore, an implementation independent of sluice's, signs what
+    # arrived with the real keys; the signature must be the one sent.
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    a = h.get("Authorization", "")
+    if not a.startswith("AWS4-HMAC-SHA256 Credential=" + AWS[0] + "/"):
+        return False
+    parts = dict(p.strip().split("=", 1) for p in a[len("AWS4-HMAC-SHA256 "):].split(","))
+    scope = parts["Credential"].split("/")
+    req = AWSRequest(method=method, url="https://icpt.origin.test" + path)
+    for k in parts["SignedHeaders"].split(";"):
+        req.headers[k] = h.get(k)
+    req.context["timestamp"] = h.get("X-Amz-Date")
+    auth = S3SigV4Auth(Credentials(AWS[0], AWS[1]), scope[3], scope[2])
+    cr = auth.canonical_request(req)
+    sig = auth.signature(auth.string_to_sign(req, cr), req)
+    if sig != parts["Signature"]:
+        sys.stderr.write("tls origin: sigv4 mismatch: %r over %r\n" % (a, cr))
+    return sig == parts["Signature"]
 class H(http.server.BaseHTTPRequestHandler):
     def reply(self, code, b, extra=()):
         self.send_response(code)
@@ -76,6 +102,13 @@ class H(http.server.BaseHTTPRequestHandler):
         got = self.headers.get_all("Authorization") or []
         return got == [want]
     def do_GET(self):
+        if self.path.startswith("/s3/"):
+            try:
+                ok = sigv4_ok(self.headers, "GET", self.path)
+            except Exception as e:
+                sys.stderr.write("tls origin: sigv4 check failed: %r\n" % e)
+                ok = False
+            return self.reply(200, b"sigv4 ok\n" if ok else b"sigv4 bad\n")
         if self.path.startswith("/whoami"):
             return self.reply(200, b"token ok\n" if self.authorized() else b"token bad\n")
         if self.path.startswith("/repo.git/"):
@@ -103,7 +136,7 @@ s.serve_forever()
 PY
 # Not through I: $! must be the server itself, for lib.sh's trap.
 ip netns exec "$inet" "$PY" "$E2E_TMP/tls.py" "$E2E_TMP/tls.crt" "$E2E_TMP/tls.key" \
-	"$E2E_TMP/ghtoken" "$E2E_TMP/repo.git" >"$E2E_TMP/tls.log" 2>&1 &
+	"$E2E_TMP/ghtoken" "$E2E_TMP/repo.git" "$E2E_TMP/awssecret" >"$E2E_TMP/tls.log" 2>&1 &
 track $!
 wait_for "$E2E_TMP/tls.log" ready || { fail "the TLS origin starts"; finish; }
 
@@ -133,6 +166,7 @@ policies:
     allow_private: [10.99.0.0/24]
     credentials:
       - { name: gh-git, kind: placeholder, host: icpt.origin.test, env: GITHUB_TOKEN, value: "\${env:SL_E2E_GHTOKEN}" }
+      - { name: s3, kind: sigv4, host: icpt.origin.test, access_key_id: $AWS_AKID, secret: "\${env:SL_E2E_AWS_SECRET}" }
 pools:
   - name: p
     backend: $BACKEND
@@ -388,6 +422,40 @@ check "... a credential-violation line naming the sandbox" \
 xsh "$A" 'curl -sS -o /dev/null -w "%{http_code}" -m 30 -H "Authorization: Bearer sluice-ph-00000000000000000000000000000000" https://icpt.origin.test/whoami'
 check "credentials: a sentinel that is not the claim's own (another claim's): 403" out_is 403
 
+# SigV4: the guest signs an S3 GET with the placeholder keys it was given
+# (a small signer of its own: no SDK in every template); the origin checks
+# the signature with botocore and the real keys.
+cat >"$E2E_TMP/s3get.py" <<'PY'
+import datetime, hashlib, hmac, os, urllib.request
+ak, sk = os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
+host, path, region = "icpt.origin.test", "/s3/bucket/key.txt", "us-east-1"
+t = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
+hd = {"host": host, "x-amz-content-sha256": "UNSIGNED-PAYLOAD", "x-amz-date": t}
+sh = ";".join(sorted(hd))
+cr = "\n".join(["GET", path, "", "".join(k + ":" + hd[k] + "\n" for k in sorted(hd)), sh, "UNSIGNED-PAYLOAD"])
+scope = "%s/%s/s3/aws4_request" % (t[:8], region)
+sts = "\n".join(["AWS4-HMAC-SHA256", t, scope, hashlib.sha256(cr.encode()).hexdigest()])
+k = ("AWS4" + sk).encode()
+for m in (t[:8], region, "s3", "aws4_request"):
+    k = hmac.new(k, m.encode(), hashlib.sha256).digest()
+sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+r = urllib.request.Request("https://" + host + path, headers={
+    "X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD", "X-Amz-Date": t,
+    "Authorization": "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s" % (ak, scope, sh, sig)})
+print(urllib.request.urlopen(r, timeout=30).read().decode(), end="")
+PY
+op PUT "/v1/sandboxes/$A/files?path=/tmp/s3get.py" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$E2E_TMP/s3get.py"
+x "$A" '{"argv":["sh","-c","echo \"$AWS_ACCESS_KEY_ID\""]}'
+check "credentials: the guest's AWS_ACCESS_KEY_ID is a placeholder ($(j 'd["stdout"].strip()'))" \
+	eval '[[ $(j "d[\"stdout\"].strip()") == SLUICE* ]]'
+mark
+xsh "$A" 'python3 /tmp/s3get.py'
+check "credentials: an S3 GET the guest signed with placeholder keys: the origin verified sluice's signature (botocore, the real keys)" \
+	eval 'out_is "sigv4 ok" || { j "d[\"stderr\"]" >&2; grep sigv4 "$E2E_TMP/tls.log" >&2; false; }'
+check "... its line says inject=s3" logged "host=icpt\.origin\.test .*status=200 .* inject=s3$" ||
+	sed 's/^/    /' "$E2E_TMP/tls.log" | tail -5 >&2
+
 # --- restarts: sandboxes outlive the daemon and are adopted again ---------------
 # A clean stop (SIGTERM leaves them running), then a crash (SIGKILL).
 for sig in TERM KILL; do
@@ -439,7 +507,7 @@ done
 # The canary: the token, nor its base64, nor the Basic pair's, anywhere the
 # daemon writes (the log, the access log, the journal, the state file).
 leaks=
-for v in "$GHTOKEN" "$(printf '%s' "$GHTOKEN" | base64 -w0)" \
+for v in "$GHTOKEN" "$AWS_SECRET" "$(printf '%s' "$GHTOKEN" | base64 -w0)" \
 	"$(printf 'x-access-token:%s' "$GHTOKEN" | base64 -w0)"; do
 	for f in "$LOG" $(find "$E2E_TMP/data" -type f -not -path '*/templates/*' 2>/dev/null); do
 		grep -qaF -- "$v" "$f" && leaks+=" $f"
