@@ -73,8 +73,11 @@ gw_tunnel_init(struct gw_tunnel *t, struct gw_xprt *client, struct gw_xprt *upst
 static int
 dir_buf(struct gw_tunnel_dir *d)
 {
-	if (!d->buf && !(d->buf = malloc(GW_TUNNEL_BUF)))
-		return -ENOMEM;
+	if (!d->buf) {
+		if (!(d->buf = malloc(GW_TUNNEL_BUF)))
+			return -ENOMEM;
+		d->cap = GW_TUNNEL_BUF;
+	}
 	return 0;
 }
 
@@ -88,8 +91,17 @@ gw_tunnel_preload(struct gw_tunnel *t, enum gw_tunnel_side side, const char *p, 
 		return 0;
 	if (dir_buf(d) < 0)
 		return -ENOMEM;
-	if (n > GW_TUNNEL_BUF - d->end)
+	if (n > GW_TUNNEL_PRELOAD_MAX - d->end)
 		return -ENOSPC;
+	if (n > d->cap - d->end) {
+		/* More than a buffer: it grows until they are sent. */
+		char *b = realloc(d->buf, d->end + n);
+
+		if (!b)
+			return -ENOMEM;
+		d->buf = b;
+		d->cap = d->end + n;
+	}
 	memcpy(d->buf + d->end, p, n);
 	d->end += n;
 	if (counted)
@@ -208,8 +220,16 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 			d->bytes += (uint64_t)n;
 			relayed[GW_RELAY_COPY] += (uint64_t)n;
 			moved = 1;
-			if (d->start == d->end)
+			if (d->start == d->end) {
 				d->start = d->end = 0;
+				if (d->cap > GW_TUNNEL_BUF) {
+					/* A large preload is out: back to one
+					 * buffer, made again on the next read. */
+					free(d->buf);
+					d->buf = NULL;
+					d->cap = 0;
+				}
+			}
 			continue;
 		}
 		/* 2. Then bytes in the pipe. */
@@ -261,11 +281,11 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 			/* (Gated, the buffer may hold the record's start; the
 			 * reader refuses a record the buffer cannot hold, so it
 			 * is never full here.) */
-			if (d->end == GW_TUNNEL_BUF) {
+			if (d->end == d->cap) {
 				t->reason = GW_R_INTERNAL;
 				return -1;
 			}
-			n = gw_xprt_recv(d->from, d->buf + d->end, GW_TUNNEL_BUF - d->end);
+			n = gw_xprt_recv(d->from, d->buf + d->end, d->cap - d->end);
 			if (n > 0)
 				d->end += (size_t)n;
 			else if (n < 0)
@@ -332,6 +352,7 @@ gw_tunnel_fini(struct gw_tunnel *t)
 		dir_unsplice(&t->dir[i]);
 		free(t->dir[i].buf);
 		t->dir[i].buf = NULL;
+		t->dir[i].cap = 0;
 	}
 	t->dir[0].pipe[0] = FINISHED_PIPE;
 }
