@@ -51,7 +51,8 @@ struct gw_tunnel_dir {
 
 enum gw_tunnel_status {
 	GW_TUNNEL_RUNNING = 0,
-	GW_TUNNEL_DONE,         /* both directions ended cleanly */
+	GW_TUNNEL_DONE,         /* both directions ended cleanly, and what a TLS
+				 * layer of ours held for either side is out */
 	GW_TUNNEL_ERROR,        /* a reset or an error: see reason */
 };
 

@@ -13,6 +13,7 @@
 #include "tlshello.h"
 #include "tunnel.h"
 #include "xprt.h"
+#include "xprt_tls.h"
 
 /* Each direction's pipe is grown to this (fewer splice calls per byte on
  * bulk transfers, at a bounded cost in pinned kernel memory per tunnel),
@@ -252,12 +253,17 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 			moved = 1;
 			continue;
 		}
-		/* 3. Everything read was delivered: pass EOF on. */
+		/* 3. Everything read was delivered: pass EOF on. A TLS
+		 * layer of ours may still hold the last records and its
+		 * close_notify, the socket below being full: the direction
+		 * has ended once they are out. */
 		if (d->eof && !d->gate) {
 			if (!d->shut) {
 				gw_xprt_shutdown(d->to);
 				d->shut = true;
 			}
+			if (gw_xprt_is_tls(d->to) && gw_xprt_tls_flush(d->to) == -EAGAIN)
+				d->want_out = true;
 			return moved;
 		}
 		/* 4. Read more. */
@@ -325,7 +331,7 @@ gw_tunnel_run(struct gw_tunnel *t, uint32_t *cev, uint32_t *uev, bool *moved)
 	if (a < 0 || b < 0)
 		return GW_TUNNEL_ERROR;
 	*moved = a > 0 || b > 0;
-	if (c2u->shut && u2c->shut)
+	if (c2u->shut && u2c->shut && !c2u->want_out && !u2c->want_out)
 		return GW_TUNNEL_DONE;
 	if (c2u->want_in)
 		*cev |= gw_xprt_want(c2u->from, EPOLLIN);
