@@ -10,6 +10,10 @@
 #include "reason-t.h"
 
 #define GW_TUNNEL_BUF 16384
+/* What one direction may have preloaded at once: more than any door holds
+ * when its tunnel starts (a head of at most 1 MiB,
+ * gateway.limits.max_header_bytes, and the read it came in). */
+#define GW_TUNNEL_PRELOAD_MAX (4u << 20)
 
 enum gw_tunnel_side {
 	GW_TUNNEL_C2U = 0,      /* client to upstream */
@@ -30,6 +34,8 @@ struct gw_tunnel_dir {
 	bool may_splice;        /* switch to a pipe once the flow is bulk */
 	size_t in_pipe;
 	char *buf;              /* allocated on first use */
+	size_t cap;             /* GW_TUNNEL_BUF, or more while a large
+				 * preload drains */
 	size_t start;
 	size_t end;
 	uint64_t bytes;         /* delivered to `to` */
@@ -45,7 +51,8 @@ struct gw_tunnel_dir {
 
 enum gw_tunnel_status {
 	GW_TUNNEL_RUNNING = 0,
-	GW_TUNNEL_DONE,         /* both directions ended cleanly */
+	GW_TUNNEL_DONE,         /* both directions ended cleanly, and what a TLS
+				 * layer of ours held for either side is out */
 	GW_TUNNEL_ERROR,        /* a reset or an error: see reason */
 };
 

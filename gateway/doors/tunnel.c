@@ -13,6 +13,7 @@
 #include "tlshello.h"
 #include "tunnel.h"
 #include "xprt.h"
+#include "xprt_tls.h"
 
 /* Each direction's pipe is grown to this (fewer splice calls per byte on
  * bulk transfers, at a bounded cost in pinned kernel memory per tunnel),
@@ -73,8 +74,11 @@ gw_tunnel_init(struct gw_tunnel *t, struct gw_xprt *client, struct gw_xprt *upst
 static int
 dir_buf(struct gw_tunnel_dir *d)
 {
-	if (!d->buf && !(d->buf = malloc(GW_TUNNEL_BUF)))
-		return -ENOMEM;
+	if (!d->buf) {
+		if (!(d->buf = malloc(GW_TUNNEL_BUF)))
+			return -ENOMEM;
+		d->cap = GW_TUNNEL_BUF;
+	}
 	return 0;
 }
 
@@ -88,8 +92,17 @@ gw_tunnel_preload(struct gw_tunnel *t, enum gw_tunnel_side side, const char *p, 
 		return 0;
 	if (dir_buf(d) < 0)
 		return -ENOMEM;
-	if (n > GW_TUNNEL_BUF - d->end)
+	if (n > GW_TUNNEL_PRELOAD_MAX - d->end)
 		return -ENOSPC;
+	if (n > d->cap - d->end) {
+		/* More than a buffer: it grows until they are sent. */
+		char *b = realloc(d->buf, d->end + n);
+
+		if (!b)
+			return -ENOMEM;
+		d->buf = b;
+		d->cap = d->end + n;
+	}
 	memcpy(d->buf + d->end, p, n);
 	d->end += n;
 	if (counted)
@@ -207,8 +220,16 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 			d->bytes += (uint64_t)n;
 			relayed[GW_RELAY_COPY] += (uint64_t)n;
 			moved = 1;
-			if (d->start == d->end)
+			if (d->start == d->end) {
 				d->start = d->end = 0;
+				if (d->cap > GW_TUNNEL_BUF) {
+					/* A large preload is out: back to one
+					 * buffer, made again on the next read. */
+					free(d->buf);
+					d->buf = NULL;
+					d->cap = 0;
+				}
+			}
 			continue;
 		}
 		/* 2. Then bytes in the pipe. */
@@ -231,12 +252,17 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 			moved = 1;
 			continue;
 		}
-		/* 3. Everything read was delivered: pass EOF on. */
+		/* 3. Everything read was delivered: pass EOF on. A TLS
+		 * layer of ours may still hold the last records and its
+		 * close_notify, the socket below being full: the direction
+		 * has ended once they are out. */
 		if (d->eof && !d->gate) {
 			if (!d->shut) {
 				gw_xprt_shutdown(d->to);
 				d->shut = true;
 			}
+			if (gw_xprt_is_tls(d->to) && gw_xprt_tls_flush(d->to) == -EAGAIN)
+				d->want_out = true;
 			return moved;
 		}
 		/* 4. Read more. */
@@ -260,11 +286,11 @@ dir_run(struct gw_tunnel *t, struct gw_tunnel_dir *d, bool to_upstream,
 			/* (Gated, the buffer may hold the record's start; the
 			 * reader refuses a record the buffer cannot hold, so it
 			 * is never full here.) */
-			if (d->end == GW_TUNNEL_BUF) {
+			if (d->end == d->cap) {
 				t->reason = GW_R_INTERNAL;
 				return -1;
 			}
-			n = gw_xprt_recv(d->from, d->buf + d->end, GW_TUNNEL_BUF - d->end);
+			n = gw_xprt_recv(d->from, d->buf + d->end, d->cap - d->end);
 			if (n > 0)
 				d->end += (size_t)n;
 			else if (n < 0)
@@ -304,7 +330,7 @@ gw_tunnel_run(struct gw_tunnel *t, uint32_t *cev, uint32_t *uev, bool *moved)
 	if (a < 0 || b < 0)
 		return GW_TUNNEL_ERROR;
 	*moved = a > 0 || b > 0;
-	if (c2u->shut && u2c->shut)
+	if (c2u->shut && u2c->shut && !c2u->want_out && !u2c->want_out)
 		return GW_TUNNEL_DONE;
 	if (c2u->want_in)
 		*cev |= gw_xprt_want(c2u->from, EPOLLIN);
@@ -331,6 +357,7 @@ gw_tunnel_fini(struct gw_tunnel *t)
 		dir_unsplice(&t->dir[i]);
 		free(t->dir[i].buf);
 		t->dir[i].buf = NULL;
+		t->dir[i].cap = 0;
 	}
 	t->dir[0].pipe[0] = FINISHED_PIPE;
 }

@@ -18,8 +18,10 @@ void gw_tunnel_init(struct gw_tunnel *t, struct gw_xprt *client, struct gw_xprt 
 
 /* Queues n bytes to be written in direction `side` before anything read
  * later. `counted`: the door has counted them already (in its access
- * line's bytes), so gw_tunnel_bytes() leaves them out. 0 or
- * -ENOMEM/-ENOSPC (over GW_TUNNEL_BUF). */
+ * line's bytes), so gw_tunnel_bytes() leaves them out. The buffer grows
+ * past GW_TUNNEL_BUF for as long as it takes to send them (what came in
+ * the same read as a 101 or a CONNECT can be more). 0 or -ENOMEM/-ENOSPC
+ * (over GW_TUNNEL_PRELOAD_MAX in all). */
 int gw_tunnel_preload(struct gw_tunnel *t, enum gw_tunnel_side side,
 		      const char *p, size_t n, bool counted);
 

@@ -644,6 +644,67 @@ test_websocket(void **state)
 	dh_fini(&h);
 }
 
+/* Bytes that came with the 101, more than a tunnel buffer holds (a server
+ * that speaks first, its frames in the same read as its head; the
+ * client's first frames sent before the 101, in the same read as its
+ * GET): all of it goes through, in order, ahead of what follows. It once
+ * ended the connection as internal-error: the 101 rebuilt (Via added)
+ * plus the rest of the read did not fit the tunnel's buffer. */
+static void
+test_websocket_data_with_101(void **state)
+{
+	static const char req[] = "GET http://a.test/ws HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\n"
+				  "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n";
+	static const char up[] = "GET /ws HTTP/1.1\r\nHost: a.test\r\nSec-WebSocket-Version: 13\r\n"
+				 "Connection: Upgrade\r\nUpgrade: websocket\r\nVia: 1.1 sluice\r\n\r\n";
+	static const char down_head[] = "HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Accept: y\r\n"
+					"Connection: Upgrade\r\nUpgrade: websocket\r\nVia: 1.1 sluice\r\n\r\n";
+	const size_t nsrv = 40000, ncli = 12000, nlate = 5000;
+	size_t nresp = sizeof(SWITCH_HEAD) - 1 + nsrv, nreq = sizeof(req) - 1 + ncli;
+	char *resp = malloc(nresp), *creq = malloc(nreq), *late = malloc(nlate);
+	char *want_c = malloc(sizeof(down_head) - 1 + nsrv);
+	char *want_o = malloc(sizeof(up) - 1 + ncli + nlate);
+	char lines[8][512];
+	struct dh h;
+
+	(void)state;
+	assert_non_null(resp && creq && late && want_c && want_o);
+	memcpy(resp, SWITCH_HEAD, sizeof(SWITCH_HEAD) - 1);
+	for (size_t i = 0; i < nsrv; i++)
+		resp[sizeof(SWITCH_HEAD) - 1 + i] = (char)('a' + i % 23);
+	memcpy(creq, req, sizeof(req) - 1);
+	for (size_t i = 0; i < ncli; i++)
+		creq[sizeof(req) - 1 + i] = (char)('A' + i % 19);
+	for (size_t i = 0; i < nlate; i++)
+		late[i] = (char)('0' + i % 10);
+	memcpy(want_c, down_head, sizeof(down_head) - 1);
+	memcpy(want_c + sizeof(down_head) - 1, resp + sizeof(SWITCH_HEAD) - 1, nsrv);
+	memcpy(want_o, up, sizeof(up) - 1);
+	memcpy(want_o + sizeof(up) - 1, creq + sizeof(req) - 1, ncli);
+	memcpy(want_o + sizeof(up) - 1 + ncli, late, nlate);
+
+	dh_init(&h);
+	dh_client_send(&h, 0, creq, nreq);
+	dh_client_send(&h, sizeof(down_head) - 1 + nsrv, late, nlate);
+	dh_client_shut(&h);
+	dh_origin_send(&h, sizeof(up) - 1, resp, nresp);
+	dh_origin_shut(&h);
+	dh_connect(&h, gw_fwd_accept, -1);
+	dh_run(&h, dh_ended);
+	dh_expect_bytes("origin", h.origin.rx, h.origin.rxlen, want_o, sizeof(up) - 1 + ncli + nlate);
+	dh_expect_bytes("client", h.client.rx, h.client.rxlen, want_c, sizeof(down_head) - 1 + nsrv);
+	dh_expect_lines(&h, lines, 1);
+	dh_expect_field(lines[0], "status", "101");
+	dh_expect_field(lines[0], "reason", "none");
+	dh_expect_clean(&h);
+	dh_fini(&h);
+	free(resp);
+	free(creq);
+	free(late);
+	free(want_c);
+	free(want_o);
+}
+
 int
 main(void)
 {
@@ -661,6 +722,7 @@ main(void)
 		cmocka_unit_test(test_reused_upstream_line),
 		cmocka_unit_test(test_connect_tunnel),
 		cmocka_unit_test(test_websocket),
+		cmocka_unit_test(test_websocket_data_with_101),
 	};
 
 	return sl_main_exit(cmocka_run_group_tests(tests, setup, dh_group_teardown));

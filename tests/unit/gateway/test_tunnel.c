@@ -335,17 +335,25 @@ test_preload_too_much(void **state)
 {
 	struct gw_tunnel t;
 	struct gw_xprt x;
-	char *big = calloc(1, GW_TUNNEL_BUF + 1);
+	char *big = calloc(1, GW_TUNNEL_PRELOAD_MAX + 1);
 
 	(void)state;
+	assert_non_null(big);
 	gw_xprt_tcp_init(&x, -1);
 	gw_tunnel_init(&t, &x, &x, false);
-	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, GW_TUNNEL_BUF + 1, false), -ENOSPC);
+	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, GW_TUNNEL_PRELOAD_MAX + 1, false),
+			 -ENOSPC);
 	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 0, false), 0);
 	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, GW_TUNNEL_BUF - 10, false), 0);
-	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 11, false), -ENOSPC);
-	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 10, false), 0);
+	/* past one buffer: it grows */
+	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 11, false), 0);
+	assert_int_equal(t.dir[GW_TUNNEL_C2U].end, GW_TUNNEL_BUF + 1);
+	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big,
+					   GW_TUNNEL_PRELOAD_MAX - GW_TUNNEL_BUF - 2, false), 0);
+	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 2, false), -ENOSPC);
+	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 1, false), 0);
 	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_C2U, big, 1, false), -ENOSPC);
+	assert_int_equal(t.dir[GW_TUNNEL_C2U].end, GW_TUNNEL_PRELOAD_MAX);
 	assert_int_equal(gw_tunnel_preload(&t, GW_TUNNEL_U2C, big, GW_TUNNEL_BUF, false), 0);
 	gw_tunnel_fini(&t);
 	gw_tunnel_fini(&t);     /* twice is harmless */
@@ -491,6 +499,52 @@ run_preload(bool splice)
 
 static void test_preload_copy(void **s) { (void)s; run_preload(false); }
 static void test_preload_splice(void **s) { (void)s; run_preload(true); }
+
+/* Preloads larger than a buffer (what came in one read with a 101: a
+ * server's first frames), in two pieces each way, while the peers' bytes
+ * already wait: every preloaded byte first, in order, then the rest; the
+ * direction is back to one buffer once they are out. */
+static void
+run_preload_large(bool splice)
+{
+	const size_t nc = 3 * GW_TUNNEL_BUF + 123, nu = GW_TUNNEL_BUF + 1;
+	char *pc = malloc(nc), *pu = malloc(nu);
+	struct fx f;
+
+	assert_non_null(pc);
+	assert_non_null(pu);
+	for (size_t i = 0; i < nc; i++)
+		pc[i] = (char)(i * 7 + 3);
+	for (size_t i = 0; i < nu; i++)
+		pu[i] = (char)(i * 13 + 5);
+	fx_init(&f, splice, 0);
+	f.a.total = 300000;
+	f.b.total = 200000;
+	f.a.shut_when_sent = f.b.shut_when_sent = true;
+	f.b.pre = pc;
+	f.b.prelen = nc;
+	f.a.pre = pu;
+	f.a.prelen = nu;
+	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_C2U, pc, 100, false), 0);
+	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_C2U, pc + 100, nc - 100, false), 0);
+	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_U2C, pu, GW_TUNNEL_BUF, false), 0);
+	assert_int_equal(gw_tunnel_preload(&f.t, GW_TUNNEL_U2C, pu + GW_TUNNEL_BUF, 1, false), 0);
+	peer_send(&f.a);
+	peer_send(&f.b);
+	usleep(10000);
+	assert_int_equal(drive(&f, both_eof), 0);
+	assert_int_equal(f.st, GW_TUNNEL_DONE);
+	assert_int_equal(f.b.rcvd, nc + f.a.total);
+	assert_int_equal(f.a.rcvd, nu + f.b.total);
+	for (int i = 0; i < 2; i++)
+		assert_true(f.t.dir[i].cap <= GW_TUNNEL_BUF);
+	fx_fini(&f);
+	free(pc);
+	free(pu);
+}
+
+static void test_preload_large_copy(void **s) { (void)s; run_preload_large(false); }
+static void test_preload_large_splice(void **s) { (void)s; run_preload_large(true); }
 
 /* Preloaded bytes and an immediate EOF: delivered, then shut down. */
 static void
@@ -1274,6 +1328,8 @@ main(void)
 		cmocka_unit_test(test_bulk_splice),
 		cmocka_unit_test(test_preload_copy),
 		cmocka_unit_test(test_preload_splice),
+		cmocka_unit_test(test_preload_large_copy),
+		cmocka_unit_test(test_preload_large_splice),
 		cmocka_unit_test(test_preload_eof_copy),
 		cmocka_unit_test(test_preload_eof_splice),
 		cmocka_unit_test(test_half_close_copy),

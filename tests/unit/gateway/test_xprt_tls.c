@@ -30,6 +30,8 @@
 #include <openssl/x509v3.h>
 
 #include "tlshello.h"
+#include "reason.h"
+#include "tunnel.h"
 #include "xprt.h"
 #include "xprt_tls.h"
 
@@ -235,6 +237,32 @@ tcp_pair(int *a, int *b)
 	assert_int_equal(getsockname(l, (struct sockaddr *)&sa, &sl), 0);
 	*a = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	assert_true(*a >= 0);
+	assert_true(connect(*a, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EINPROGRESS);
+	*b = accept4(l, NULL, NULL, SOCK_NONBLOCK);
+	assert_true(*b >= 0);
+	close(l);
+}
+
+/* tcp_pair() with buffers set before connecting (the window follows
+ * them): the connecting end's receive buffer, the accepted end's send
+ * buffer. */
+static void
+tcp_pair_small(int *a, int *b, int a_rcv, int b_snd)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(sa);
+	int l;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(l >= 0);
+	assert_int_equal(setsockopt(l, SOL_SOCKET, SO_SNDBUF, &b_snd, sizeof(b_snd)), 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&sa, &sl), 0);
+	*a = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	assert_true(*a >= 0);
+	assert_int_equal(setsockopt(*a, SOL_SOCKET, SO_RCVBUF, &a_rcv, sizeof(a_rcv)), 0);
 	assert_true(connect(*a, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EINPROGRESS);
 	*b = accept4(l, NULL, NULL, SOCK_NONBLOCK);
 	assert_true(*b >= 0);
@@ -1024,6 +1052,103 @@ test_session_cache(void **state)
 	gw_tls_ctx_free(sctx);
 }
 
+/* ---- a tunnel over a TLS layer ---- */
+
+/* A tunnel whose client side is our TLS (an upgrade inside an
+ * interception), to a guest that reads slowly: when both directions have
+ * ended (the guest's close_notify; the origin's last bytes and its FIN,
+ * there at once), the last record and our close_notify may still wait in
+ * the layer's output buffer, the socket below being full. The tunnel is
+ * done only once they are out: the guest gets every byte and a clean close
+ * although the tunnel's transports are closed as soon as it says done (as
+ * gw_conn_close() does). */
+static void
+test_tunnel_flushes_tls(void **state)
+{
+	const size_t n = 6 * 16384;
+	uint8_t *data = pattern(n, 11), buf[4096];
+	struct end s, c;
+	struct hello h = {0};
+	struct gw_xprt ux;
+	struct gw_tunnel t;
+	enum gw_tunnel_status st = GW_TUNNEL_RUNNING;
+	int sfd, cfd, ufd, ofd, rs = -EAGAIN, rc = -EAGAIN;
+	size_t sent = 0, got = 0;
+	ssize_t r = 0;
+
+	(void)state;
+	/* Small buffers on the guest's side: a record of 16 KiB does not go
+	 * down whole while the guest is behind. */
+	tcp_pair_small(&cfd, &sfd, 8192, 4096);
+	end_init(&s, sfd, 0, 0);
+	end_init(&c, cfd, 0, 0);
+	push_server(&s, &h);
+	push_client(&c, "a.test", NULL, 0, NULL);
+	handshake_both(&s, &c, &rs, &rc, false);
+	assert_int_equal(rs, 0);
+	assert_int_equal(rc, 0);
+	/* The origin's bytes and FIN are all there before the tunnel runs. */
+	tcp_pair(&ufd, &ofd);
+	while (sent < n) {
+		r = send(ofd, data + sent, n - sent, MSG_NOSIGNAL);
+		assert_true(r > 0);
+		sent += (size_t)r;
+	}
+	assert_int_equal(shutdown(ofd, SHUT_WR), 0);
+	gw_xprt_tcp_init(&ux, ufd);
+	/* The guest is done sending. */
+	assert_int_equal(gw_xprt_shutdown(c.top), 0);
+	gw_tunnel_init(&t, s.top, &ux, false);
+	for (int i = 0; i < ROUNDS; i++) {
+		uint32_t cev, uev;
+		bool moved;
+		struct pollfd p[2];
+
+		st = gw_tunnel_run(&t, &cev, &uev, &moved);
+		if (st != GW_TUNNEL_RUNNING)
+			break;
+		/* The guest reads a little only while the tunnel waits for it. */
+		if (cev & EPOLLOUT) {
+			r = gw_xprt_recv(c.top, buf, sizeof(buf));
+			if (r > 0) {
+				assert_true(got + (size_t)r <= n);
+				assert_memory_equal(buf, data + got, (size_t)r);
+				got += (size_t)r;
+			} else if (r != -EAGAIN) {
+				fail_msg("the guest's recv: %zd after %zu of %zu bytes", r, got, n);
+			}
+		}
+		p[0] = (struct pollfd){.fd = sfd, .events = to_poll(cev)};
+		p[1] = (struct pollfd){.fd = ufd, .events = to_poll(uev)};
+		poll(p, 2, 20);
+	}
+	if (st != GW_TUNNEL_DONE)
+		fail_msg("the tunnel: %d (%s); the guest got %zu of %zu", st,
+		         gw_reason_name(t.reason), got, n);
+	gw_tunnel_fini(&t);
+	gw_xprt_close(&ux);
+	end_fini(&s);
+	/* What the guest had not read yet was all out before the close. */
+	for (int i = 0; i < ROUNDS; i++) {
+		r = gw_xprt_recv(c.top, buf, sizeof(buf));
+		if (r > 0) {
+			assert_true(got + (size_t)r <= n);
+			assert_memory_equal(buf, data + got, (size_t)r);
+			got += (size_t)r;
+			continue;
+		}
+		if (r != -EAGAIN)
+			break;
+		wait_ends(&c, gw_xprt_want(c.top, EPOLLIN), &c, 0);
+	}
+	if (r != 0 || got != n)
+		fail_msg("the guest got %zu of %zu bytes, then %zd (%s)", got, n, r,
+		         gw_xprt_tls_error(c.top));
+	close(ofd);
+	end_fini(&c);
+	free(data);
+}
+
 int
 main(void)
 {
@@ -1034,7 +1159,7 @@ main(void)
 	    cmocka_unit_test(test_handshake_split), cmocka_unit_test(test_handshake_ip),
 	    cmocka_unit_test(test_handshake_tls12), cmocka_unit_test(test_pause_then_answer),
 	    cmocka_unit_test(test_preread_hello),   cmocka_unit_test(test_truncation),
-	    cmocka_unit_test(test_session_cache),
+	    cmocka_unit_test(test_session_cache),   cmocka_unit_test(test_tunnel_flushes_tls),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
