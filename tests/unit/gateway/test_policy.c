@@ -465,15 +465,18 @@ static char secret_exact[] = "Bearer s3cret-exact";
 static char secret_wild[] = "Bearer s3cret-wild";
 
 static struct conf_credential creds[] = {
-	{ .host = HP("github.com", true, 0, 70), .header = "Authorization",
+	{ .name = "*.github.com/authorization", .host = HP("github.com", true, 0, 70),
+	  .header = "Authorization",
 	  .value = { .value = secret_wild, .len = sizeof(secret_wild) - 1,
 		     .ref = "Bearer ${env:GH_WILD}" } },
-	{ .host = HP("api.github.com", false, 0, 71), .header = "authorization",
+	{ .name = "api.github.com/authorization", .host = HP("api.github.com", false, 0, 71),
+	  .header = "authorization",
 	  .value = { .value = secret_exact, .len = sizeof(secret_exact) - 1,
 		     .ref = "Bearer ${env:GH}" } },
-	{ .host = HP("github.com", true, 0, 72), .header = "X-Extra",
-	  .value = { .value = "extra", .len = 5, .ref = "extra" } },
-	{ .host = HP("api.github.com", false, 8443, 73), .header = "X-Port",
+	{ .name = "*.github.com/x-extra", .host = HP("github.com", true, 0, 72),
+	  .header = "X-Extra", .value = { .value = "extra", .len = 5, .ref = "${env:GH_EXTRA}" } },
+	{ .name = "api.github.com:8443/x-port", .host = HP("api.github.com", false, 8443, 73),
+	  .header = "X-Port",
 	  .value = { .value = "port", .len = 4, .ref = "${file:/run/port}" } },
 };
 
@@ -506,14 +509,35 @@ static int collect_cb(const struct conf_credential *c, void *arg)
 
 static void test_intercepts(void **state)
 {
-	struct gw_policy *p = gw_policy_new(&cp, NULL);
+	struct conf_policy nocreds = cp;
+	struct gw_policy *p;
 
 	(void)state;
+	/* the intercept list alone */
+	nocreds.credentials = NULL;
+	nocreds.ncredentials = 0;
+	p = gw_policy_new(&nocreds, NULL);
 	assert_non_null(p);
 	assert_true(gw_policy_intercepts(p, "api.github.com", 443));
 	assert_true(gw_policy_intercepts(p, "a.b.github.com", 80));
 	assert_false(gw_policy_intercepts(p, "github.com", 443));
 	assert_false(gw_policy_intercepts(p, "api.github.com", 8443));
+	assert_true(gw_policy_intercepts(p, "api.openai.com", 443));
+	assert_false(gw_policy_intercepts(p, "api.openai.com", 80));
+	assert_false(gw_policy_intercepts(p, "openai.com", 443));
+	assert_false(gw_policy_intercepts(p, "API.github.com", 443));
+	assert_false(gw_policy_intercepts(p, "api.github.com", 0));
+	gw_policy_free(p);
+
+	/* with the credentials: a host:port one matches is intercepted too
+	 * (api.github.com:8443, X-Port's), nothing else changes */
+	p = gw_policy_new(&cp, NULL);
+	assert_non_null(p);
+	assert_true(gw_policy_intercepts(p, "api.github.com", 443));
+	assert_true(gw_policy_intercepts(p, "a.b.github.com", 80));
+	assert_false(gw_policy_intercepts(p, "github.com", 443));
+	assert_true(gw_policy_intercepts(p, "api.github.com", 8443));
+	assert_false(gw_policy_intercepts(p, "www.github.com", 8443));
 	assert_true(gw_policy_intercepts(p, "api.openai.com", 443));
 	assert_false(gw_policy_intercepts(p, "api.openai.com", 80));
 	assert_false(gw_policy_intercepts(p, "openai.com", 443));
@@ -722,6 +746,7 @@ static void test_lifetime(void **state)
 	allow[0].pos.line = 3;
 	allow[1].host = strdup("example.net");
 	allow[1].wildcard = true;
+	cr->name = strdup("example.com/authorization");
 	cr->host.host = strdup("example.com");
 	cr->header = strdup("Authorization");
 	cr->value.value = strdup("Bearer topsecret");
@@ -743,6 +768,7 @@ static void test_lifetime(void **state)
 	free(allow[0].host);
 	free(allow[1].host);
 	free(allow);
+	free(cr->name);
 	free(cr->host.host);
 	free(cr->header);
 	free(cr->value.value);
