@@ -231,6 +231,14 @@ static void test_bad_credentials(void **state)
 		"layer.credentials[0]: missing required key 'user'");
 	REFUSED("{\"name\": \"a\", \"credentials\": [{\"kind\": \"vault\", \"host\": \"a.com\"}], "
 		TAIL, "layer.credentials[0].kind: expected one of header, basic, placeholder, query");
+	/* a saved name may be one sluice made ("a.com:443/x"), never one that
+	 * splits the inject= list */
+	REFUSED("{\"name\": \"a\", \"credentials\": [{\"name\": \"a.com/x,b\", \"host\": \"a.com\", "
+		"\"header\": \"X\", \"value\": \"${env:SL_TEST_LAYER_TOKEN}\"}], " TAIL,
+		"layer.credentials[0].name: not a credential name");
+	REFUSED("{\"name\": \"a\", \"credentials\": [{\"name\": \"a b\", \"host\": \"a.com\", "
+		"\"header\": \"X\", \"value\": \"${env:SL_TEST_LAYER_TOKEN}\"}], " TAIL,
+		"layer.credentials[0].name: not a credential name");
 	/* a saved sentinel must be one sluice made */
 	REFUSED("{\"name\": \"a\", \"credentials\": [{\"kind\": \"placeholder\", "
 		"\"host\": \"a.com\", \"env\": \"T\", \"value\": \"${env:SL_TEST_LAYER_TOKEN}\", "
