@@ -644,6 +644,47 @@ static void test_round_trip(void **state)
 	conf_unref(c);
 }
 
+/* A placeholder's sentinel is the layer's: each compiled layer makes its
+ * own, a saved and loaded layer keeps it (the guest holds it), the
+ * version ignores it, and the saved text holds it but no value. */
+static void test_sentinels_saved(void **state)
+{
+	struct conf *c = load_conf();
+	const struct conf_policy *po = conf_policy_find(c, "full");
+	struct gw_policy *a = gw_policy_new(po, NULL), *a2 = gw_policy_new(po, NULL), *b;
+	char sa[CONF_SENTINEL_LEN] = "", sa2[CONF_SENTINEL_LEN] = "", sb[CONF_SENTINEL_LEN] = "";
+	char *text, want[128];
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(a2);
+	gw_policy_placeholders(a, one_sentinel, sa);
+	gw_policy_placeholders(a2, one_sentinel, sa2);
+	assert_true(conf_cred_sentinel_ok(sa));
+	assert_true(conf_cred_sentinel_ok(sa2));
+	assert_string_not_equal(sa, sa2);
+	assert_string_equal(gw_policy_version(a), gw_policy_version(a2));
+
+	text = save_text(a);
+	snprintf(want, sizeof(want), "\"sentinel\":\"%s\"", sa);
+	assert_non_null(strstr(text, want));
+	assert_null(strstr(text, sa2));
+	b = load_text(text);
+	free(text);
+	gw_policy_placeholders(b, one_sentinel, sb);
+	assert_string_equal(sb, sa);
+	assert_string_equal(gw_policy_version(b), gw_policy_version(a));
+	assert_non_null(gw_policy_sentinel(b, sa, strlen(sa)));
+	assert_null(gw_policy_sentinel(b, sa2, strlen(sa2)));
+	/* the configuration's credential was never given one */
+	for (size_t i = 0; i < po->ncredentials; i++)
+		assert_string_equal(po->credentials[i].sentinel, "");
+	gw_policy_unref(b);
+	gw_policy_unref(a2);
+	gw_policy_unref(a);
+	conf_unref(c);
+}
+
 /* gw_policy_layer(), the one rule for a claim's layer: an unknown policy
  * is refused by name; the tenant's egress list narrows (an empty one
  * allows nothing); a tenant without a list, or none, does not. */
@@ -850,6 +891,7 @@ int main(void)
 		cmocka_unit_test(test_layer_fields),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_round_trip_decides),
+		cmocka_unit_test(test_sentinels_saved),
 		cmocka_unit_test(test_layer_rule),
 		cmocka_unit_test(test_values_resolved_at_load),
 		cmocka_unit_test(test_config_changed),
