@@ -49,6 +49,25 @@ token_ok(const char *s)
 	return true;
 }
 
+/* The longest name sluice makes (the host pattern, '/', what is set). */
+#define DEFAULT_NAME_MAX 389
+
+/* A saved layer's name: one given (a token) or one sluice made, which has
+ * '/', and may have '*', ':', '[', ']', '$' and '?': visible ASCII, but
+ * not what would split the inject= list or a log field. */
+static bool
+saved_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > DEFAULT_NAME_MAX)
+		return false;
+	for (; *s; s++)
+		if (*s <= 0x20 || *s >= 0x7f || strchr(",=\"\\", *s))
+			return false;
+	return true;
+}
+
 bool
 conf_cred_header_forbidden(const char *name)
 {
@@ -79,6 +98,21 @@ conf_cred_value_check(const char *v, size_t len)
 	return 0;
 }
 
+/* Does the secret's text hold a reference (${env:...} or ${file:...}),
+ * not only "$${" escapes, which stand for a literal "${"? */
+static bool
+has_reference(const char *s)
+{
+	for (; *s; s++) {
+		if (s[0] == '$' && s[1] == '$' && s[2] == '{')
+			s += 2;
+		else if (s[0] == '$' && (strncmp(s + 1, "{env:", 5) == 0 ||
+					 strncmp(s + 1, "{file:", 6) == 0))
+			return true;
+	}
+	return false;
+}
+
 /* The secret at key `key` of ci: from a reference, visible, bounded. */
 static bool
 get_cred_secret(struct ctx *x, const struct cy_node *ci, const char *key, const char *r,
@@ -90,7 +124,7 @@ get_cred_secret(struct ctx *x, const struct cy_node *ci, const char *key, const 
 	cs_pathf(s, r, ".%s", key);
 	if (!cs_get_secret(x, n, s, out))
 		return false;
-	if (!strstr(out->ref ? out->ref : "", "${env:") && !strstr(out->ref ? out->ref : "", "${file:")) {
+	if (!has_reference(out->ref ? out->ref : "")) {
 		cs_err_at(x, n, "%s: give the secret as ${env:NAME} or ${file:PATH}: a literal value "
 			  "would be kept wherever the layer is (the state file too)", s);
 		return false;
@@ -275,16 +309,29 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 	if ((n = cs_map_get(ci, "name"))) {
 		if (!cs_get_str(x, n, (cs_pathf(s, r, ".name"), s), &cd->name))
 			return false;
-		if (!token_ok(cd->name) || strchr(cd->name, ',') || strlen(cd->name) > 64) {
+		if (saved && !saved_name_ok(cd->name)) {
+			cs_err_at(x, n, "%s: not a credential name (visible ASCII, no ',', '=', "
+				  "quotes or '\\')", s);
+			return false;
+		}
+		if (!saved && (!token_ok(cd->name) || strchr(cd->name, ',') || strlen(cd->name) > 64)) {
 			cs_err_at(x, n, "%s: a name is 1..64 token characters, no ','", s);
 			return false;
 		}
 	} else {
-		char def[300 + 90];
+		char def[DEFAULT_NAME_MAX + 1];
 		char *p;
 
-		snprintf(def, sizeof(def), "%s%s/%s", cd->host.wildcard ? "*." : "", cd->host.host,
-			 what);
+		/* the pattern as written, port included: a.com:443 and
+		 * a.com:8443 are two credentials */
+		if (cd->host.port)
+			snprintf(def, sizeof(def), strchr(cd->host.host, ':') ? "[%s%s]:%u/%s"
+									: "%s%s:%u/%s",
+				 cd->host.wildcard ? "*." : "", cd->host.host,
+				 (unsigned)cd->host.port, what);
+		else
+			snprintf(def, sizeof(def), "%s%s/%s", cd->host.wildcard ? "*." : "",
+				 cd->host.host, what);
 		for (p = def; *p; p++)
 			*p = (char)tolower((unsigned char)*p);
 		cd->name = conf_arena_strndup(x->a, def, strlen(def));
@@ -315,22 +362,31 @@ void
 cs_load_credentials(struct ctx *x, const struct cy_node *cr, const char *q, struct conf_policy *po,
 		    bool saved)
 {
-	size_t k;
+	size_t k, *item;
 
 	if (!cs_get_seq(x, cr, q, &k))
 		return;
 	po->credentials = conf_arena_alloc(x->a, k * sizeof(*po->credentials));
+	/* which entry of the list each loaded one is (a refused one is left
+	 * out), for the position and index a message names */
+	item = conf_arena_alloc(x->a, k * sizeof(*item));
 	for (size_t j = 0; j < k; j++) {
 		char r[PATHSZ];
 
 		cs_pathf(r, q, "[%zu]", j);
+		item[po->ncredentials] = j;
 		if (load_one(x, cr->items[j], r, &po->credentials[po->ncredentials], saved))
 			po->ncredentials++;
 	}
 	/* Names are what inject= and the journal say: one each. */
-	for (size_t a = 0; a < po->ncredentials; a++)
-		for (size_t b = a + 1; b < po->ncredentials; b++)
-			if (strcmp(po->credentials[a].name, po->credentials[b].name) == 0)
-				cs_err_at(x, cr->items[b], "%s[%zu]: a second credential named '%s'", q,
-					  b, po->credentials[b].name);
+	for (size_t b = 1; b < po->ncredentials; b++) {
+		for (size_t a = 0; a < b; a++) {
+			if (strcmp(po->credentials[a].name, po->credentials[b].name) == 0) {
+				cs_err_at(x, cr->items[item[b]],
+					  "%s[%zu]: a second credential named '%s'", q, item[b],
+					  po->credentials[b].name);
+				break;
+			}
+		}
+	}
 }

@@ -46,9 +46,23 @@ plan_one(const struct conf_credential *c, void *arg)
 	if ((!p->tls && !c->cleartext) || inj->n == GW_INJECT_MAX)
 		return 0;
 	inj->c[inj->n++] = c;
-	/* the field, and the value as Basic's base64 or the query's %XX */
-	inj->extra += (c->header ? strlen(c->header) : 16) + (c->user ? strlen(c->user) : 0) +
-		      3 * c->value.len + 16;
+	/* What it adds to the head (the query's to the target too): the
+	 * field and its value, Basic's base64 of user:password (a third
+	 * more than the pair), the parameter and its value %XX-encoded. */
+	switch (c->kind) {
+	case CONF_CRED_HEADER:
+		inj->extra += strlen(c->header) + 4 + c->value.len;
+		break;
+	case CONF_CRED_BASIC:
+		inj->extra += sizeof("Authorization: Basic \r\n") +
+			      4 * ((strlen(c->user) + 1 + c->value.len + 2) / 3);
+		break;
+	case CONF_CRED_QUERY:
+		inj->extra += 2 + strlen(c->param) + 3 * c->value.len;
+		break;
+	case CONF_CRED_PLACEHOLDER:
+		break;          /* (check_span() counts each sentinel) */
+	}
 	return 0;
 }
 
@@ -295,6 +309,22 @@ strips(const struct gw_h1x *x, const struct gw_h1_header *h)
 	return false;
 }
 
+/* Is name an item of the ','-separated list? (Names have no ','.) */
+static bool
+listed(const char *list, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (const char *p = list; *p;) {
+		size_t il = strcspn(p, ",");
+
+		if (il == nl && memcmp(p, name, nl) == 0)
+			return true;
+		p += il + (p[il] == ',');
+	}
+	return false;
+}
+
 /* Marks c as used in this request's inject= list. */
 static void
 note(struct gw_h1x *x, const struct conf_credential *cr)
@@ -302,8 +332,8 @@ note(struct gw_h1x *x, const struct conf_credential *cr)
 	struct gw_conn *c = &x->base;
 	size_t l = strlen(c->req.inject), nl = strlen(cr->name);
 
-	if (strstr(c->req.inject, cr->name))
-		return;         /* (names are tokens without ','; a prefix match only skips a note) */
+	if (listed(c->req.inject, cr->name))
+		return;
 	if (l + nl + 2 > sizeof(c->req.inject))
 		return;
 	if (l)
@@ -364,6 +394,7 @@ gw_inject_header(struct gw_h1x *x, struct gw_h1_writer *wr, const struct gw_h1_h
 		wipe_free(enc, en);
 		return;
 	}
+	explicit_bzero(dec, sizeof(dec));       /* a client's own pair, decoded */
 	if (memmem(h->value.p, h->value.len, PREFIX, PREFIX_LEN)) {
 		note_sentinels(x, h->value.p, h->value.len);
 		rep = replaced(x, h->value.p, h->value.len, &rn);

@@ -227,7 +227,7 @@ static const struct bad_case bad_cases[] = {
 	{ "credential_header",
 	  "policies:\n"
 	  "  - name: p\n"
-	  "    credentials: [{ host: a.com, header: \"X Bad\", value: v }]\n",
+	  "    credentials: [{ host: a.com, header: \"X Bad\", value: \"${env:SL_SET}\" }]\n",
 	  "t.yaml:3:42: policies[0].credentials[0].header: 'X Bad' is not an HTTP header name" },
 	{ "empty_dns",
 	  "gateway: { dns: { servers: [] } }\n",

@@ -2,7 +2,8 @@
  * Bad inputs first (a buffer too small at every length, values that try
  * to forge a field or break the JSON), then the fields of an intercepted
  * request, a tunnel and a plain request, in text and in JSON, and the
- * lines gw_access_write() puts in a file in each format. */
+ * lines gw_access_write() puts in a file in each format. The layer's
+ * version and the credentials injected (their names) end each line. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -40,6 +41,8 @@ static const struct gw_access intercepted = {
 	.sni = "origin.test",
 	.alpn_down = "http/1.1",
 	.alpn_up = "http/1.1",
+	.layer = "0123456789abcdef",
+	.inject = "api.github.com/authorization,origin.test/?key",
 };
 
 /* The value of key in a text line ("" when it is not there). */
@@ -109,6 +112,7 @@ test_hostile_values(void **state)
 	a.sni = "evil.test status=999\n\"x\xff";
 	a.alpn_down = "h2 mode=tunnel";
 	a.alpn_up = "a=b";
+	a.inject = "x status=1 layer=0";
 	n = gw_access_format(&a, false, NULL, out, sizeof(out));
 	assert_true(n > 0);
 	assert_null(strchr(out, '\n'));
@@ -117,6 +121,8 @@ test_hostile_values(void **state)
 	expect_field(out, "alpn_up", "a?b");
 	expect_field(out, "status", "200");
 	expect_field(out, "mode", "intercept");
+	expect_field(out, "inject", "x?status?1?layer?0");
+	expect_field(out, "layer", "0123456789abcdef");
 
 	n = gw_access_format(&a, true, "t", out, sizeof(out));
 	assert_true(n > 0);
@@ -124,6 +130,7 @@ test_hostile_values(void **state)
 	assert_non_null(strstr(out, "\"sni\":\"evil.test status=999\\n\\\"x\\u00ff\""));
 	assert_non_null(strstr(out, "\"alpn_down\":\"h2 mode=tunnel\""));
 	assert_non_null(strstr(out, "\"status\":200,"));
+	assert_non_null(strstr(out, "\"inject\":\"x status=1 layer=0\"}"));
 }
 
 /* ---- the fields ---- */
@@ -143,10 +150,13 @@ test_text_intercepted(void **state)
 	expect_field(out, "sni", "origin.test");
 	expect_field(out, "alpn_down", "http/1.1");
 	expect_field(out, "alpn_up", "http/1.1");
+	expect_field(out, "layer", "0123456789abcdef");
+	expect_field(out, "inject", "api.github.com/authorization,origin.test/?key");
 	/* the new fields come last, after the ones that were there */
 	assert_non_null(strstr(out, " duration_ms=4 mode=intercept sni=origin.test "
-				    "alpn_down=http/1.1 alpn_up=http/1.1"));
-	assert_int_equal(out[strlen(out) - 1], '1');
+				    "alpn_down=http/1.1 alpn_up=http/1.1 layer=0123456789abcdef "
+				    "inject=api.github.com/authorization,origin.test/?key"));
+	assert_int_equal(out[strlen(out) - 1], 'y');
 }
 
 /* What is not known is "-" in text, "" in JSON: a CONNECT tunnel (no
@@ -160,21 +170,28 @@ test_absent(void **state)
 	(void)state;
 	a.mode = "tunnel";
 	a.sni = a.alpn_down = a.alpn_up = NULL;
+	a.inject = NULL;
 	assert_true(gw_access_format(&a, false, NULL, out, sizeof(out)) > 0);
 	expect_field(out, "mode", "tunnel");
 	expect_field(out, "sni", "-");
 	expect_field(out, "alpn_down", "-");
 	expect_field(out, "alpn_up", "-");
+	expect_field(out, "layer", "0123456789abcdef");
+	expect_field(out, "inject", "-");
 
+	/* a refusal before any policy: no layer either */
 	a.mode = NULL;
 	a.sni = "";
+	a.layer = NULL;
 	assert_true(gw_access_format(&a, false, NULL, out, sizeof(out)) > 0);
 	expect_field(out, "mode", "-");
 	expect_field(out, "sni", "-");
+	expect_field(out, "layer", "-");
+	expect_field(out, "inject", "-");
 
 	assert_true(gw_access_format(&a, true, "t", out, sizeof(out)) > 0);
 	assert_non_null(strstr(out, ",\"mode\":\"\",\"sni\":\"\",\"alpn_down\":\"\","
-				    "\"alpn_up\":\"\"}"));
+				    "\"alpn_up\":\"\",\"layer\":\"\",\"inject\":\"\"}"));
 }
 
 static void
@@ -192,7 +209,8 @@ test_json_intercepted(void **state)
 	assert_true(strncmp(out, head, strlen(head)) == 0);
 	assert_non_null(strstr(out, ",\"duration_ms\":4,\"mode\":\"intercept\","
 				    "\"sni\":\"origin.test\",\"alpn_down\":\"http/1.1\","
-				    "\"alpn_up\":\"http/1.1\"}"));
+				    "\"alpn_up\":\"http/1.1\",\"layer\":\"0123456789abcdef\","
+				    "\"inject\":\"api.github.com/authorization,origin.test/?key\"}"));
 	assert_int_equal(out[n - 1], '}');
 }
 
@@ -242,7 +260,8 @@ test_write_file(void **state)
 	slurp(path, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "Z access door=forward "));
 	assert_non_null(strstr(buf, " mode=intercept sni=origin.test alpn_down=http/1.1 "
-				    "alpn_up=http/1.1\n"));
+				    "alpn_up=http/1.1 layer=0123456789abcdef "
+				    "inject=api.github.com/authorization,origin.test/?key\n"));
 	assert_int_equal(strchr(buf, '\n') - buf + 1, (long)strlen(buf));
 
 	assert_int_equal(truncate(path, 0), 0);
@@ -250,7 +269,8 @@ test_write_file(void **state)
 	gw_access_write(&intercepted);
 	slurp(path, buf, sizeof(buf));
 	assert_true(strncmp(buf, "{\"ts\":\"", 7) == 0);
-	assert_non_null(strstr(buf, "\"alpn_up\":\"http/1.1\"}\n"));
+	assert_non_null(strstr(buf, "\"alpn_up\":\"http/1.1\",\"layer\":\"0123456789abcdef\","
+				    "\"inject\":\"api.github.com/authorization,origin.test/?key\"}\n"));
 	assert_int_equal(strchr(buf, '\n') - buf + 1, (long)strlen(buf));
 
 	gw_log_setup(CONF_LOG_INFO, CONF_LOG_TEXT, 2);

@@ -28,7 +28,7 @@
 #define TOKEN2 "rotated-TOKEN-value-772"
 #define OTHER "OTHER-secret-99"
 #define FILESECRET "file-secret-xyz-42"
-#define LITERAL "literal-key-123"
+#define APIKEY "api-key-123"
 
 static char secret_path[64];
 
@@ -39,6 +39,7 @@ static int setup(void **state)
 	(void)state;
 	setenv("SL_TEST_LAYER_TOKEN", TOKEN, 1);
 	setenv("SL_TEST_LAYER_OTHER", OTHER, 1);
+	setenv("SL_TEST_LAYER_KEY", APIKEY, 1);
 	unsetenv("SL_TEST_LAYER_UNSET");
 	snprintf(secret_path, sizeof(secret_path), "/tmp/sl-test-layer-XXXXXX");
 	fd = mkstemp(secret_path);
@@ -96,6 +97,7 @@ static void expect_refused(const char *text, const char *const *want)
 	assert_null(strstr(err, TOKEN));
 	assert_null(strstr(err, OTHER));
 	assert_null(strstr(err, FILESECRET));
+	assert_null(strstr(err, APIKEY));
 }
 
 #define REFUSED(text, ...)                                                     \
@@ -190,17 +192,19 @@ static void test_bad_cidrs(void **state)
 static void test_bad_credentials(void **state)
 {
 	(void)state;
-	REFUSED("{\"name\": \"a\", \"credentials\": [{\"host\": \"a.com\", \"value\": \"v\"}], "
+	REFUSED("{\"name\": \"a\", \"credentials\": [{\"host\": \"a.com\", "
+		"\"value\": \"${env:SL_TEST_LAYER_TOKEN}\"}], "
 		TAIL, "layer.credentials[0]: missing required key 'header'");
 	REFUSED("{\"name\": \"a\", \"credentials\": [{\"host\": \"a.com\", \"header\": \"X\"}], "
 		TAIL, "layer.credentials[0]: missing required key 'value'");
 	REFUSED("{\"name\": \"a\", \"credentials\": [{\"host\": \"a.com\", \"header\": \"X\", "
-		"\"value\": \"v\", \"scope\": 1}], " TAIL,
+		"\"value\": \"${env:SL_TEST_LAYER_TOKEN}\", \"scope\": 1}], " TAIL,
 		"layer.credentials[0].scope: unknown key 'scope'");
 	REFUSED("{\"name\": \"a\", \"credentials\": [\"a.com\"], " TAIL,
 		"layer.credentials[0]: expected a mapping");
 	REFUSED("{\"name\": \"a\", \"credentials\": [{\"host\": \"a b\", \"header\": \"X\", "
-		"\"value\": \"v\"}], " TAIL, "layer.credentials[0].host: bad host pattern");
+		"\"value\": \"${env:SL_TEST_LAYER_TOKEN}\"}], " TAIL,
+		"layer.credentials[0].host: bad host pattern");
 	/* a bad header beside a good reference: the value stays out of it */
 	REFUSED("{\"name\": \"a\", \"credentials\": [{\"host\": \"a.com\", \"header\": \"X Y\", "
 		"\"value\": \"${env:SL_TEST_LAYER_TOKEN}\"}], " TAIL,
@@ -216,6 +220,30 @@ static void test_bad_credentials(void **state)
 		"\"value\": \"${vault:x}\"}], " TAIL, "layer.credentials[0].value: unknown reference");
 	REFUSED("{\"name\": \"a\", \"credentials\": [{\"host\": \"a.com\", \"header\": \"X\", "
 		"\"value\": \"\"}], " TAIL, "layer.credentials[0].value: the secret is empty");
+	/* a literal value, in a saved layer as in a configuration */
+	REFUSED("{\"name\": \"a\", \"credentials\": [{\"host\": \"a.com\", \"header\": \"X\", "
+		"\"value\": \"v\"}], " TAIL,
+		"layer.credentials[0].value: give the secret as ${env:NAME} or ${file:PATH}: a "
+		"literal value would be kept wherever the layer is (the state file too)");
+	/* the kinds' keys, in a saved layer too */
+	REFUSED("{\"name\": \"a\", \"credentials\": [{\"kind\": \"basic\", \"host\": \"a.com\", "
+		"\"password\": \"${env:SL_TEST_LAYER_TOKEN}\"}], " TAIL,
+		"layer.credentials[0]: missing required key 'user'");
+	REFUSED("{\"name\": \"a\", \"credentials\": [{\"kind\": \"vault\", \"host\": \"a.com\"}], "
+		TAIL, "layer.credentials[0].kind: expected one of header, basic, placeholder, query");
+	/* a saved name may be one sluice made ("a.com:443/x"), never one that
+	 * splits the inject= list */
+	REFUSED("{\"name\": \"a\", \"credentials\": [{\"name\": \"a.com/x,b\", \"host\": \"a.com\", "
+		"\"header\": \"X\", \"value\": \"${env:SL_TEST_LAYER_TOKEN}\"}], " TAIL,
+		"layer.credentials[0].name: not a credential name");
+	REFUSED("{\"name\": \"a\", \"credentials\": [{\"name\": \"a b\", \"host\": \"a.com\", "
+		"\"header\": \"X\", \"value\": \"${env:SL_TEST_LAYER_TOKEN}\"}], " TAIL,
+		"layer.credentials[0].name: not a credential name");
+	/* a saved sentinel must be one sluice made */
+	REFUSED("{\"name\": \"a\", \"credentials\": [{\"kind\": \"placeholder\", "
+		"\"host\": \"a.com\", \"env\": \"T\", \"value\": \"${env:SL_TEST_LAYER_TOKEN}\", "
+		"\"sentinel\": \"sluice-ph-XYZ\"}], " TAIL,
+		"layer.credentials[0].sentinel: not a sentinel sluice made");
 }
 
 static void test_bad_tenant_egress(void **state)
@@ -293,6 +321,12 @@ static void test_layer_fields(void **state)
 	assert_int_equal(l->policy->allow.v[0].port, 443);
 	assert_int_equal(l->policy->allow.v[0].pos.line, 0);     /* not in a file */
 	assert_int_equal(l->policy->ncredentials, 1);
+	/* no name, no kind: a header, named after its host and header */
+	assert_int_equal(l->policy->credentials[0].kind, CONF_CRED_HEADER);
+	assert_string_equal(l->policy->credentials[0].name, "a.b/x-k");
+	assert_string_equal(l->policy->credentials[0].header, "X-K");
+	assert_false(l->policy->credentials[0].cleartext);
+	assert_string_equal(l->policy->credentials[0].sentinel, "");
 	assert_string_equal(l->policy->credentials[0].value.value, "k " TOKEN);
 	assert_string_equal(l->policy->credentials[0].value.ref, "k ${env:SL_TEST_LAYER_TOKEN}");
 	assert_int_equal(l->policy->credentials[0].value.pos.line, 0);
@@ -353,13 +387,27 @@ static void test_layer_fields(void **state)
 	"        value: \"Basic ${env:SL_TEST_LAYER_OTHER}\"\n" \
 	"      - host: api.example.org\n" \
 	"        header: X-Api-Key\n" \
-	"        value: " LITERAL "\n" \
+	"        value: \"${env:SL_TEST_LAYER_KEY}\"\n" \
 	"      - host: example.com\n" \
 	"        header: X-Mixed\n" \
 	"        value: \"t-$${env:NOT_A_REF}-${env:SL_TEST_LAYER_OTHER}-${file:%s}\"\n" \
 	"      - host: \"[2001:db8::1]:443\"\n" \
 	"        header: X-V6\n" \
 	"        value: \"${file:%s}\"\n" \
+	"      - kind: basic\n"                 /* beats *.example.org's Authorization */ \
+	"        host: basic.example.org\n" \
+	"        user: bob\n" \
+	"        password: \"${env:SL_TEST_LAYER_OTHER}\"\n" \
+	"      - kind: placeholder\n" \
+	"        name: ph\n" \
+	"        host: \"*.example.org:443\"\n" \
+	"        env: PH_TOKEN\n" \
+	"        value: \"${env:SL_TEST_LAYER_TOKEN}\"\n" \
+	"      - kind: query\n" \
+	"        host: example.com\n" \
+	"        param: api_key\n" \
+	"        value: \"${env:SL_TEST_LAYER_KEY}\"\n" \
+	"        cleartext: true\n" \
 	"    allow_private:\n" \
 	"      - 10.0.0.0/8\n" \
 	"      - 192.168.1.0/24\n" \
@@ -398,7 +446,7 @@ static const uint16_t probe_ports[] = { 0, 22, 80, 443, 8080, 8443 };
 
 static struct conf *load_conf(void)
 {
-	char text[8192];
+	char text[12288];
 	struct conf_diag d;
 	struct conf *c;
 
@@ -419,10 +467,33 @@ static int collect_cred(const struct conf_credential *c, void *arg)
 {
 	struct creds *cr = arg;
 	size_t l = strlen(cr->buf);
+	char what[128];
 
-	snprintf(cr->buf + l, sizeof(cr->buf) - l, "%s=%.*s;", c->header, (int)c->value.len,
-		 c->value.value);
+	/* what it sets: the header, Basic's user, ?param, $env */
+	switch (c->kind) {
+	case CONF_CRED_BASIC:
+		snprintf(what, sizeof(what), "Basic(%s)", c->user);
+		break;
+	case CONF_CRED_QUERY:
+		snprintf(what, sizeof(what), "?%s", c->param);
+		break;
+	case CONF_CRED_PLACEHOLDER:
+		snprintf(what, sizeof(what), "$%s[%s]", c->env, c->sentinel);
+		break;
+	default:
+		snprintf(what, sizeof(what), "%s", c->header);
+		break;
+	}
+	snprintf(cr->buf + l, sizeof(cr->buf) - l, "%s%s %s=%.*s;", c->cleartext ? "!" : "",
+		 c->name, what, (int)c->value.len, c->value.value);
 	return 0;
+}
+
+/* gw_policy_placeholders() callback: the (one) sentinel into arg. */
+static void one_sentinel(void *arg, const char *env, const char *sentinel)
+{
+	assert_string_equal(env, "PH_TOKEN");
+	snprintf(arg, CONF_SENTINEL_LEN, "%s", sentinel);
 }
 
 static void same_decisions(const struct gw_policy *a, const struct gw_policy *b,
@@ -484,7 +555,7 @@ static char *save_text(const struct gw_policy *p)
 	json_decref(j);
 	assert_non_null(text);
 	if (strstr(text, TOKEN) || strstr(text, TOKEN2) || strstr(text, OTHER) ||
-	    strstr(text, FILESECRET))
+	    strstr(text, FILESECRET) || strstr(text, APIKEY))
 		fail_msg("a resolved secret in the saved layer: %s", text);
 	return text;
 }
@@ -536,8 +607,25 @@ static void test_round_trip(void **state)
 				assert_non_null(strstr(text, "\"*.example.org:443\""));
 				assert_non_null(strstr(text, "\"fd00::/8\""));
 				assert_non_null(strstr(text, "\"mode\":\"report\""));
-				/* a literal value is its own reference */
-				assert_non_null(strstr(text, LITERAL));
+				assert_non_null(strstr(text, "\"value\":\"${env:SL_TEST_LAYER_KEY}\""));
+				/* each kind with its own keys, names given or made */
+				assert_non_null(strstr(text, "{\"name\":\"*.example.org:443/authorization\","
+							     "\"kind\":\"header\",\"host\":\"*.example.org:443\","
+							     "\"header\":\"Authorization\","
+							     "\"value\":\"Bearer ${env:SL_TEST_LAYER_TOKEN}\"}"));
+				assert_non_null(strstr(text, "{\"name\":\"basic.example.org/authorization\","
+							     "\"kind\":\"basic\",\"host\":\"basic.example.org\","
+							     "\"user\":\"bob\","
+							     "\"password\":\"${env:SL_TEST_LAYER_OTHER}\"}"));
+				assert_non_null(strstr(text, "{\"name\":\"ph\",\"kind\":\"placeholder\","
+							     "\"host\":\"*.example.org:443\",\"env\":\"PH_TOKEN\","
+							     "\"value\":\"${env:SL_TEST_LAYER_TOKEN}\","
+							     "\"sentinel\":\"sluice-ph-"));
+				assert_non_null(strstr(text, "{\"name\":\"example.com/?api_key\","
+							     "\"kind\":\"query\",\"host\":\"example.com\","
+							     "\"param\":\"api_key\","
+							     "\"value\":\"${env:SL_TEST_LAYER_KEY}\","
+							     "\"cleartext\":true}"));
 			}
 			/* no tenant, or one without egress: no list */
 			if (!tn || strcmp(tn->name, "open") == 0)
@@ -553,6 +641,47 @@ static void test_round_trip(void **state)
 		}
 	}
 	assert_int_equal(checked, 12);
+	conf_unref(c);
+}
+
+/* A placeholder's sentinel is the layer's: each compiled layer makes its
+ * own, a saved and loaded layer keeps it (the guest holds it), the
+ * version ignores it, and the saved text holds it but no value. */
+static void test_sentinels_saved(void **state)
+{
+	struct conf *c = load_conf();
+	const struct conf_policy *po = conf_policy_find(c, "full");
+	struct gw_policy *a = gw_policy_new(po, NULL), *a2 = gw_policy_new(po, NULL), *b;
+	char sa[CONF_SENTINEL_LEN] = "", sa2[CONF_SENTINEL_LEN] = "", sb[CONF_SENTINEL_LEN] = "";
+	char *text, want[128];
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(a2);
+	gw_policy_placeholders(a, one_sentinel, sa);
+	gw_policy_placeholders(a2, one_sentinel, sa2);
+	assert_true(conf_cred_sentinel_ok(sa));
+	assert_true(conf_cred_sentinel_ok(sa2));
+	assert_string_not_equal(sa, sa2);
+	assert_string_equal(gw_policy_version(a), gw_policy_version(a2));
+
+	text = save_text(a);
+	snprintf(want, sizeof(want), "\"sentinel\":\"%s\"", sa);
+	assert_non_null(strstr(text, want));
+	assert_null(strstr(text, sa2));
+	b = load_text(text);
+	free(text);
+	gw_policy_placeholders(b, one_sentinel, sb);
+	assert_string_equal(sb, sa);
+	assert_string_equal(gw_policy_version(b), gw_policy_version(a));
+	assert_non_null(gw_policy_sentinel(b, sa, strlen(sa)));
+	assert_null(gw_policy_sentinel(b, sa2, strlen(sa2)));
+	/* the configuration's credential was never given one */
+	for (size_t i = 0; i < po->ncredentials; i++)
+		assert_string_equal(po->credentials[i].sentinel, "");
+	gw_policy_unref(b);
+	gw_policy_unref(a2);
+	gw_policy_unref(a);
 	conf_unref(c);
 }
 
@@ -607,7 +736,7 @@ static void test_round_trip_decides(void **state)
 	struct gw_policy *a = gw_policy_new(conf_policy_find(c, "full"), NULL), *b;
 	struct gw_policy_decision d;
 	struct creds cr = { "" };
-	char *text;
+	char *text, want[1024], sentinel[CONF_SENTINEL_LEN] = "";
 
 	(void)state;
 	assert_non_null(a);
@@ -615,6 +744,8 @@ static void test_round_trip_decides(void **state)
 	b = load_text(text);
 	free(text);
 	conf_unref(c);          /* the loaded layer needs no conf */
+	gw_policy_placeholders(b, one_sentinel, sentinel);
+	assert_true(conf_cred_sentinel_ok(sentinel));
 
 	assert_int_equal(gw_policy_check(b, "a.example.org", 443, &d), 0);
 	assert_false(d.report_only);
@@ -626,16 +757,32 @@ static void test_round_trip_decides(void **state)
 	assert_false(d.report_only);            /* 1572395043 */
 	assert_true(gw_policy_intercepts(b, "2001:db8::1", 443));
 	assert_int_equal(gw_policy_credentials(b, "a.example.org", 443, collect_cred, &cr), 0);
-	assert_string_equal(cr.buf, "Authorization=Basic " OTHER ";");
+	snprintf(want, sizeof(want),
+		 "a.example.org/authorization Authorization=Basic " OTHER ";"
+		 "ph $PH_TOKEN[%s]=" TOKEN ";", sentinel);
+	assert_string_equal(cr.buf, want);
 	cr.buf[0] = '\0';
 	assert_int_equal(gw_policy_credentials(b, "example.com", 443, collect_cred, &cr), 0);
-	assert_string_equal(cr.buf, "X-Mixed=t-${env:NOT_A_REF}-" OTHER "-" FILESECRET ";");
+	assert_string_equal(cr.buf, "example.com/x-mixed X-Mixed=t-${env:NOT_A_REF}-" OTHER "-"
+				    FILESECRET ";!example.com/?api_key ?api_key=" APIKEY ";");
 	cr.buf[0] = '\0';
 	assert_int_equal(gw_policy_credentials(b, "2001:db8::1", 443, collect_cred, &cr), 0);
-	assert_string_equal(cr.buf, "X-V6=" FILESECRET ";");
+	assert_string_equal(cr.buf, "[2001:db8::1]:443/x-v6 X-V6=" FILESECRET ";");
 	cr.buf[0] = '\0';
 	assert_int_equal(gw_policy_credentials(b, "api.example.org", 443, collect_cred, &cr), 0);
-	assert_string_equal(cr.buf, "X-Api-Key=" LITERAL ";Authorization=Bearer " TOKEN ";");
+	snprintf(want, sizeof(want),
+		 "api.example.org/x-api-key X-Api-Key=" APIKEY ";"
+		 "*.example.org:443/authorization Authorization=Bearer " TOKEN ";"
+		 "ph $PH_TOKEN[%s]=" TOKEN ";", sentinel);
+	assert_string_equal(cr.buf, want);
+	/* Basic is Authorization: the exact host's Basic, not the wildcard's
+	 * Bearer header */
+	cr.buf[0] = '\0';
+	assert_int_equal(gw_policy_credentials(b, "basic.example.org", 443, collect_cred, &cr), 0);
+	snprintf(want, sizeof(want),
+		 "basic.example.org/authorization Basic(bob)=" OTHER ";"
+		 "ph $PH_TOKEN[%s]=" TOKEN ";", sentinel);
+	assert_string_equal(cr.buf, want);
 	gw_policy_unref(b);
 	gw_policy_unref(a);
 }
@@ -657,7 +804,7 @@ static void test_values_resolved_at_load(void **state)
 	b = load_text(text);
 	assert_string_equal(gw_policy_version(a), gw_policy_version(b));
 	assert_int_equal(gw_policy_credentials(b, "example.com", 443, collect_cred, &cr), 0);
-	assert_string_equal(cr.buf, "Authorization=Bearer " TOKEN2 ";");
+	assert_string_equal(cr.buf, "example.com:443/authorization Authorization=Bearer " TOKEN2 ";");
 	gw_policy_unref(b);
 
 	/* gone from the environment: refused, naming the variable */
@@ -710,7 +857,7 @@ static void test_config_changed(void **state)
 static void test_save_refusals(void **state)
 {
 	static struct conf_hostpat host = { .host = (char *)"a.com" };
-	struct conf_credential cred = { .host = { .host = (char *)"a.com" },
+	struct conf_credential cred = { .name = (char *)"a.com/x", .host = { .host = (char *)"a.com" },
 					.header = (char *)"X",
 					.value = { .value = (char *)"v", .len = 1 } };
 	struct conf_policy po = { .name = (char *)"hand", .credentials = &cred,
@@ -744,6 +891,7 @@ int main(void)
 		cmocka_unit_test(test_layer_fields),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_round_trip_decides),
+		cmocka_unit_test(test_sentinels_saved),
 		cmocka_unit_test(test_layer_rule),
 		cmocka_unit_test(test_values_resolved_at_load),
 		cmocka_unit_test(test_config_changed),

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "addr.h"
+#include "conf.h"
 #include "policy.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -465,15 +466,18 @@ static char secret_exact[] = "Bearer s3cret-exact";
 static char secret_wild[] = "Bearer s3cret-wild";
 
 static struct conf_credential creds[] = {
-	{ .host = HP("github.com", true, 0, 70), .header = "Authorization",
+	{ .name = "*.github.com/authorization", .host = HP("github.com", true, 0, 70),
+	  .header = "Authorization",
 	  .value = { .value = secret_wild, .len = sizeof(secret_wild) - 1,
 		     .ref = "Bearer ${env:GH_WILD}" } },
-	{ .host = HP("api.github.com", false, 0, 71), .header = "authorization",
+	{ .name = "api.github.com/authorization", .host = HP("api.github.com", false, 0, 71),
+	  .header = "authorization",
 	  .value = { .value = secret_exact, .len = sizeof(secret_exact) - 1,
 		     .ref = "Bearer ${env:GH}" } },
-	{ .host = HP("github.com", true, 0, 72), .header = "X-Extra",
-	  .value = { .value = "extra", .len = 5, .ref = "extra" } },
-	{ .host = HP("api.github.com", false, 8443, 73), .header = "X-Port",
+	{ .name = "*.github.com/x-extra", .host = HP("github.com", true, 0, 72),
+	  .header = "X-Extra", .value = { .value = "extra", .len = 5, .ref = "${env:GH_EXTRA}" } },
+	{ .name = "api.github.com:8443/x-port", .host = HP("api.github.com", false, 8443, 73),
+	  .header = "X-Port",
 	  .value = { .value = "port", .len = 4, .ref = "${file:/run/port}" } },
 };
 
@@ -506,14 +510,35 @@ static int collect_cb(const struct conf_credential *c, void *arg)
 
 static void test_intercepts(void **state)
 {
-	struct gw_policy *p = gw_policy_new(&cp, NULL);
+	struct conf_policy nocreds = cp;
+	struct gw_policy *p;
 
 	(void)state;
+	/* the intercept list alone */
+	nocreds.credentials = NULL;
+	nocreds.ncredentials = 0;
+	p = gw_policy_new(&nocreds, NULL);
 	assert_non_null(p);
 	assert_true(gw_policy_intercepts(p, "api.github.com", 443));
 	assert_true(gw_policy_intercepts(p, "a.b.github.com", 80));
 	assert_false(gw_policy_intercepts(p, "github.com", 443));
 	assert_false(gw_policy_intercepts(p, "api.github.com", 8443));
+	assert_true(gw_policy_intercepts(p, "api.openai.com", 443));
+	assert_false(gw_policy_intercepts(p, "api.openai.com", 80));
+	assert_false(gw_policy_intercepts(p, "openai.com", 443));
+	assert_false(gw_policy_intercepts(p, "API.github.com", 443));
+	assert_false(gw_policy_intercepts(p, "api.github.com", 0));
+	gw_policy_free(p);
+
+	/* with the credentials: a host:port one matches is intercepted too
+	 * (api.github.com:8443, X-Port's), nothing else changes */
+	p = gw_policy_new(&cp, NULL);
+	assert_non_null(p);
+	assert_true(gw_policy_intercepts(p, "api.github.com", 443));
+	assert_true(gw_policy_intercepts(p, "a.b.github.com", 80));
+	assert_false(gw_policy_intercepts(p, "github.com", 443));
+	assert_true(gw_policy_intercepts(p, "api.github.com", 8443));
+	assert_false(gw_policy_intercepts(p, "www.github.com", 8443));
 	assert_true(gw_policy_intercepts(p, "api.openai.com", 443));
 	assert_false(gw_policy_intercepts(p, "api.openai.com", 80));
 	assert_false(gw_policy_intercepts(p, "openai.com", 443));
@@ -662,6 +687,248 @@ static void test_version(void **state)
 	assert_string_equal(v1, version_of(&q, NULL, v2));
 }
 
+/* ---- credential kinds: slots, placeholders, the version --------------- */
+
+static char sec_a[] = "secret-A", sec_b[] = "secret-B";
+
+#define CRED(nm, k, h, w, pt, ln) \
+	.name = (nm), .kind = (k), .host = HP((h), (w), (pt), (ln)), \
+	.value = { .value = sec_a, .len = sizeof(sec_a) - 1, .ref = "${env:A}" }
+
+struct slots {
+	char buf[512];
+};
+
+static int slot_cb(const struct conf_credential *c, void *arg)
+{
+	struct slots *s = arg;
+	size_t l = strlen(s->buf);
+
+	snprintf(s->buf + l, sizeof(s->buf) - l, "%s;", c->name);
+	return 0;
+}
+
+static const char *slots_of(const struct gw_policy *p, const char *host, struct slots *s)
+{
+	s->buf[0] = '\0';
+	assert_int_equal(gw_policy_credentials(p, host, 443, slot_cb, s), 0);
+	return s->buf;
+}
+
+/* One credential per slot, the most specific pattern's: Basic and an
+ * Authorization header are one slot (either way round); a query
+ * parameter is one (another parameter is not); a placeholder's variable
+ * is one. */
+static void test_cred_slots(void **state)
+{
+	struct conf_credential cr[] = {
+		{ CRED("w-basic", CONF_CRED_BASIC, "a.test", true, 0, 1), .user = "u" },
+		{ CRED("e-auth", CONF_CRED_HEADER, "x.a.test", false, 0, 2), .header = "AUTHORIZATION" },
+		{ CRED("w-auth", CONF_CRED_HEADER, "b.test", true, 0, 3), .header = "Authorization" },
+		{ CRED("e-basic", CONF_CRED_BASIC, "x.b.test", false, 0, 4), .user = "u" },
+		{ CRED("w-key", CONF_CRED_QUERY, "a.test", true, 0, 5), .param = "key" },
+		{ CRED("e-key", CONF_CRED_QUERY, "x.a.test", false, 0, 6), .param = "key" },
+		{ CRED("w-other", CONF_CRED_QUERY, "a.test", true, 0, 7), .param = "other" },
+		{ CRED("w-ph", CONF_CRED_PLACEHOLDER, "a.test", true, 0, 8), .env = "TOKEN" },
+		{ CRED("e-ph", CONF_CRED_PLACEHOLDER, "x.a.test", false, 0, 9), .env = "TOKEN" },
+		{ CRED("w-ph2", CONF_CRED_PLACEHOLDER, "a.test", true, 0, 10), .env = "TOKEN2" },
+		/* a header named like a parameter's or a variable's slot text
+		 * is a header: no slot of theirs */
+		{ CRED("w-hdr-key", CONF_CRED_HEADER, "a.test", true, 0, 11), .header = "key" },
+		{ CRED("w-hdr-tok", CONF_CRED_HEADER, "a.test", true, 0, 12), .header = "TOKEN" },
+	};
+	struct conf_policy q = { .name = "slots", .credentials = cr, .ncredentials = N(cr) };
+	struct gw_policy *p = gw_policy_new(&q, NULL);
+	struct slots s;
+
+	(void)state;
+	assert_non_null(p);
+	/* exact first, then the wildcard's that fill other slots */
+	assert_string_equal(slots_of(p, "x.a.test", &s),
+			    "e-auth;e-key;e-ph;w-other;w-ph2;w-hdr-key;w-hdr-tok;");
+	assert_string_equal(slots_of(p, "y.a.test", &s),
+			    "w-basic;w-key;w-other;w-ph;w-ph2;w-hdr-key;w-hdr-tok;");
+	assert_string_equal(slots_of(p, "x.b.test", &s), "e-basic;");
+	assert_string_equal(slots_of(p, "y.b.test", &s), "w-auth;");
+	gw_policy_free(p);
+}
+
+struct phs {
+	char env[4][16];
+	char sent[4][CONF_SENTINEL_LEN];
+	size_t n;
+};
+
+static void ph_cb(void *arg, const char *env, const char *sentinel)
+{
+	struct phs *ph = arg;
+
+	assert_true(ph->n < 4);
+	snprintf(ph->env[ph->n], sizeof(ph->env[0]), "%s", env);
+	snprintf(ph->sent[ph->n], sizeof(ph->sent[0]), "%s", sentinel);
+	ph->n++;
+}
+
+/* Each compiled layer makes its own sentinels, sluice's format, one per
+ * placeholder; gw_policy_sentinel() finds a layer's own, whole, only. */
+static void test_placeholders(void **state)
+{
+	struct conf_credential cr[] = {
+		{ CRED("h", CONF_CRED_HEADER, "a.test", false, 0, 1), .header = "X-Key" },
+		{ CRED("ph1", CONF_CRED_PLACEHOLDER, "a.test", false, 0, 2), .env = "ONE" },
+		{ CRED("ph2", CONF_CRED_PLACEHOLDER, "b.test", true, 443, 3), .env = "TWO" },
+	};
+	struct conf_policy q = { .name = "ph", .credentials = cr, .ncredentials = N(cr) };
+	struct gw_policy *a = gw_policy_new(&q, NULL), *b = gw_policy_new(&q, NULL);
+	struct phs pa = { .n = 0 }, pb = { .n = 0 };
+	const struct conf_credential *f;
+	char buf[64];
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	gw_policy_placeholders(a, ph_cb, &pa);
+	gw_policy_placeholders(b, ph_cb, &pb);
+	assert_int_equal(pa.n, 2);
+	assert_int_equal(pb.n, 2);
+	assert_string_equal(pa.env[0], "ONE");
+	assert_string_equal(pa.env[1], "TWO");
+	for (size_t i = 0; i < 2; i++) {
+		assert_true(conf_cred_sentinel_ok(pa.sent[i]));
+		assert_true(conf_cred_sentinel_ok(pb.sent[i]));
+		/* another layer of the same policy: other sentinels */
+		assert_string_not_equal(pa.sent[i], pb.sent[i]);
+	}
+	assert_string_not_equal(pa.sent[0], pa.sent[1]);
+	/* the conf's credential is not written to */
+	assert_string_equal(cr[1].sentinel, "");
+	/* the version is the policy's, not the sentinels' */
+	assert_string_equal(gw_policy_version(a), gw_policy_version(b));
+
+	f = gw_policy_sentinel(a, pa.sent[0], strlen(pa.sent[0]));
+	assert_non_null(f);
+	assert_string_equal(f->name, "ph1");
+	assert_string_equal(f->value.value, sec_a);
+	f = gw_policy_sentinel(a, pa.sent[1], strlen(pa.sent[1]));
+	assert_non_null(f);
+	assert_string_equal(f->name, "ph2");
+	/* another layer's, cut short, one more byte, changed, none */
+	assert_null(gw_policy_sentinel(a, pb.sent[0], strlen(pb.sent[0])));
+	assert_null(gw_policy_sentinel(b, pa.sent[1], strlen(pa.sent[1])));
+	assert_null(gw_policy_sentinel(a, pa.sent[0], strlen(pa.sent[0]) - 1));
+	snprintf(buf, sizeof(buf), "%sa", pa.sent[0]);
+	assert_null(gw_policy_sentinel(a, buf, strlen(buf)));
+	snprintf(buf, sizeof(buf), "%s", pa.sent[0]);
+	buf[20] = buf[20] == '0' ? '1' : '0';
+	assert_null(gw_policy_sentinel(a, buf, strlen(buf)));
+	assert_null(gw_policy_sentinel(a, "", 0));
+	assert_null(gw_policy_sentinel(a, CONF_SENTINEL_PREFIX, 10));
+	assert_null(gw_policy_sentinel(NULL, pa.sent[0], strlen(pa.sent[0])));
+	gw_policy_placeholders(NULL, ph_cb, &pa);       /* nothing */
+	assert_int_equal(pa.n, 2);
+
+	/* a sentinel given (a saved layer's) is kept */
+	snprintf(cr[1].sentinel, sizeof(cr[1].sentinel), "%s", pa.sent[0]);
+	gw_policy_free(b);
+	b = gw_policy_new(&q, NULL);
+	assert_non_null(b);
+	memset(&pb, 0, sizeof(pb));
+	gw_policy_placeholders(b, ph_cb, &pb);
+	assert_string_equal(pb.sent[0], pa.sent[0]);
+	assert_string_not_equal(pb.sent[1], pa.sent[1]);
+	assert_non_null(gw_policy_sentinel(b, pa.sent[0], strlen(pa.sent[0])));
+	gw_policy_free(a);
+	gw_policy_free(b);
+
+	/* a layer without placeholders has none */
+	q.credentials = cr;
+	q.ncredentials = 1;
+	a = gw_policy_new(&q, NULL);
+	memset(&pa, 0, sizeof(pa));
+	gw_policy_placeholders(a, ph_cb, &pa);
+	assert_int_equal(pa.n, 0);
+	gw_policy_free(a);
+}
+
+/* What counts in the version: kind, name, user, cleartext, the slot and
+ * the reference; never the value or the sentinel. Each kind needs its
+ * field, or the policy is refused. */
+static void test_version_kinds(void **state)
+{
+	struct conf_credential base_c = { CRED("n", CONF_CRED_BASIC, "a.test", false, 0, 1),
+					  .user = "u" };
+	struct conf_credential c[1];
+	struct conf_policy q = { .name = "v", .credentials = c, .ncredentials = 1 };
+	char v1[GW_POLICY_VERSION_LEN], v2[GW_POLICY_VERSION_LEN];
+
+	(void)state;
+	c[0] = base_c;
+	version_of(&q, NULL, v1);
+	c[0].value.value = sec_b;
+	assert_string_equal(v1, version_of(&q, NULL, v2));
+	c[0] = base_c;
+	c[0].name = "m";
+	assert_string_not_equal(v1, version_of(&q, NULL, v2));
+	c[0] = base_c;
+	c[0].user = "v";
+	assert_string_not_equal(v1, version_of(&q, NULL, v2));
+	c[0] = base_c;
+	c[0].cleartext = true;
+	assert_string_not_equal(v1, version_of(&q, NULL, v2));
+	c[0] = base_c;
+	c[0].value.ref = "${env:B}";
+	assert_string_not_equal(v1, version_of(&q, NULL, v2));
+	/* Basic and an Authorization header: one slot, two kinds */
+	c[0] = base_c;
+	c[0].kind = CONF_CRED_HEADER;
+	c[0].user = NULL;
+	c[0].header = "Authorization";
+	assert_string_not_equal(v1, version_of(&q, NULL, v2));
+
+	/* a query parameter's name counts, and its kind */
+	c[0] = (struct conf_credential){ CRED("n", CONF_CRED_QUERY, "a.test", false, 0, 1),
+					 .param = "key" };
+	version_of(&q, NULL, v1);
+	c[0].param = "KEY2";
+	assert_string_not_equal(v1, version_of(&q, NULL, v2));
+	c[0] = (struct conf_credential){ CRED("n", CONF_CRED_HEADER, "a.test", false, 0, 1),
+					 .header = "?key" };
+	assert_string_not_equal(v1, version_of(&q, NULL, v2));
+
+	/* a placeholder: the variable counts, the sentinel not */
+	c[0] = (struct conf_credential){ CRED("n", CONF_CRED_PLACEHOLDER, "a.test", false, 0, 1),
+					 .env = "T" };
+	version_of(&q, NULL, v1);
+	snprintf(c[0].sentinel, sizeof(c[0].sentinel), "%s%032x", CONF_SENTINEL_PREFIX, 7);
+	assert_string_equal(v1, version_of(&q, NULL, v2));
+	c[0].env = "U";
+	assert_string_not_equal(v1, version_of(&q, NULL, v2));
+
+	/* each kind's field, and a name and a value, are needed */
+	c[0] = base_c;
+	c[0].user = NULL;
+	assert_null(gw_policy_new(&q, NULL));
+	c[0] = base_c;
+	c[0].name = NULL;
+	assert_null(gw_policy_new(&q, NULL));
+	c[0] = base_c;
+	c[0].value.value = NULL;
+	assert_null(gw_policy_new(&q, NULL));
+	c[0] = (struct conf_credential){ CRED("n", CONF_CRED_QUERY, "a.test", false, 0, 1) };
+	assert_null(gw_policy_new(&q, NULL));
+	c[0].param = "";
+	assert_null(gw_policy_new(&q, NULL));
+	c[0] = (struct conf_credential){ CRED("n", CONF_CRED_PLACEHOLDER, "a.test", false, 0, 1) };
+	assert_null(gw_policy_new(&q, NULL));
+	c[0] = (struct conf_credential){ CRED("n", CONF_CRED_HEADER, "a.test", false, 0, 1),
+					 .header = "" };
+	assert_null(gw_policy_new(&q, NULL));
+	c[0] = base_c;
+	c[0].kind = (enum conf_cred_kind)9;
+	assert_null(gw_policy_new(&q, NULL));
+	assert_int_equal(errno, EINVAL);
+}
+
 /* ---- lifetime ----------------------------------------------------------- */
 
 static void test_new_refusals(void **state)
@@ -722,6 +989,7 @@ static void test_lifetime(void **state)
 	allow[0].pos.line = 3;
 	allow[1].host = strdup("example.net");
 	allow[1].wildcard = true;
+	cr->name = strdup("example.com/authorization");
 	cr->host.host = strdup("example.com");
 	cr->header = strdup("Authorization");
 	cr->value.value = strdup("Bearer topsecret");
@@ -743,6 +1011,7 @@ static void test_lifetime(void **state)
 	free(allow[0].host);
 	free(allow[1].host);
 	free(allow);
+	free(cr->name);
 	free(cr->host.host);
 	free(cr->header);
 	free(cr->value.value);
@@ -901,6 +1170,9 @@ int main(void)
 		cmocka_unit_test(test_intercepts),
 		cmocka_unit_test(test_credentials),
 		cmocka_unit_test(test_version),
+		cmocka_unit_test(test_cred_slots),
+		cmocka_unit_test(test_placeholders),
+		cmocka_unit_test(test_version_kinds),
 		cmocka_unit_test(test_lifetime),
 		cmocka_unit_test(test_check_addr),
 		cmocka_unit_test(test_ten_thousand_rules),
