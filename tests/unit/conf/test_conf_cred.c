@@ -213,9 +213,21 @@ static const struct bad_case bad_cases[] = {
 	{ "placeholder_with_header",
 	  "      - { kind: placeholder, host: a.com, env: K, value: \"${env:SL_CRED}\", header: X }\n",
 	  "t.yaml:4:84: policies[0].credentials[0].header: not a key of a placeholder credential" },
+	{ "sigv4_missing_access_key_id",
+	  "      - { kind: sigv4, host: a.com, secret: \"${env:SL_CRED}\" }\n",
+	  "t.yaml:4:9: policies[0].credentials[0]: missing required key 'access_key_id'" },
+	{ "sigv4_bad_access_key_id",
+	  "      - { kind: sigv4, host: a.com, access_key_id: akid, secret: \"${env:SL_CRED}\" }\n",
+	  "t.yaml:4:52: policies[0].credentials[0].access_key_id: an access key id is 16..128 of A-Z and 0-9" },
+	{ "sigv4_literal_secret",
+	  "      - { kind: sigv4, host: a.com, access_key_id: AKIAIOSFODNN7EXAMPLE, secret: \"literal-secret\" }\n",
+	  "t.yaml:4:82: policies[0].credentials[0].secret: give the secret as ${env:NAME} or ${file:PATH}: a literal value would be kept wherever the layer is (the state file too)" },
+	{ "sigv4_with_value",
+	  "      - { kind: sigv4, host: a.com, access_key_id: AKIAIOSFODNN7EXAMPLE, secret: \"${env:SL_CRED}\", value: \"${env:SL_CRED}\" }\n",
+	  "t.yaml:4:107: policies[0].credentials[0].value: not a key of a sigv4 credential" },
 	{ "unknown_kind",
 	  "      - { kind: oauth, host: a.com, header: X, value: \"${env:SL_CRED}\" }\n",
-	  "t.yaml:4:17: policies[0].credentials[0].kind: expected one of header, basic, placeholder, query; got 'oauth'" },
+	  "t.yaml:4:17: policies[0].credentials[0].kind: expected one of header, basic, placeholder, query, sigv4; got 'oauth'" },
 	{ "unknown_key",
 	  "      - { host: a.com, header: X, value: \"${env:SL_CRED}\", scope: all }\n",
 	  "t.yaml:4:60: unknown key 'scope' in policies[0].credentials[0]" },
@@ -618,7 +630,8 @@ test_helpers(void **state)
 	assert_string_equal(conf_cred_kind_name(CONF_CRED_BASIC), "basic");
 	assert_string_equal(conf_cred_kind_name(CONF_CRED_PLACEHOLDER), "placeholder");
 	assert_string_equal(conf_cred_kind_name(CONF_CRED_QUERY), "query");
-	assert_string_equal(conf_cred_kind_name((enum conf_cred_kind)4), "?");
+	assert_string_equal(conf_cred_kind_name(CONF_CRED_SIGV4), "sigv4");
+	assert_string_equal(conf_cred_kind_name((enum conf_cred_kind)5), "?");
 	assert_string_equal(conf_cred_kind_name((enum conf_cred_kind)-1), "?");
 }
 
