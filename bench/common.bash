@@ -52,11 +52,12 @@ N() { ip netns exec "$NS" "$@"; }
 ORIGIN=127.0.0.1:8080
 
 # The origin: nginx, one worker, keep-alive, sendfile; /1k and 1 GiB /big.
-# bench_origin [TLSADDR CERT KEY]: with arguments, the same site over TLS
-# on TLSADDR too (host:port, that certificate and key).
+# bench_origin [TLSADDR CERT KEY [DIRECTIVES]]: with arguments, the same site
+# over TLS on TLSADDR too (host:port, that certificate and key; DIRECTIVES,
+# more of that server block, e.g. a location).
 bench_origin() {
 	local tls=
-	[ $# = 0 ] || tls="server { listen $1 ssl reuseport backlog=4096; ssl_certificate $2; ssl_certificate_key $3; root $TMP/www; }"
+	[ $# = 0 ] || tls="server { listen $1 ssl reuseport backlog=4096; ssl_certificate $2; ssl_certificate_key $3; root $TMP/www; ${4:-} }"
 	mkdir -p "$TMP/www" "$TMP/nginx-tmp"
 	head -c 1024 /dev/urandom > "$TMP/www/1k"
 	head -c 1G /dev/zero > "$TMP/www/big"

@@ -10,6 +10,15 @@
 #   SLUICED        the daemon (default: build/gateway/sluiced)
 #   SLUICED_BASE   another sluiced to measure beside it (column "base")
 #   BENCH_SECONDS  length of each timed run (default 10)
+#   BENCH_PEERS    0: squid, mitmproxy and privoxy are neither started nor
+#                  measured (direct and the sluice columns only; default 1)
+#   BENCH_AB       rounds of the keep-alive run for the sluice columns,
+#                  taken in turn (sluice, sluice+inject, sluice, ...) and
+#                  summed, so that both share the machine's moods (default 2)
+#
+# Column "sluice+inject": a second sluiced, the same configuration plus one
+# header credential (Authorization: Bearer ${env:BENCH_TOKEN}) for the
+# origin, so every request it carries has the header injected (issue 19).
 set -euo pipefail
 
 BENCH_NAME=intercept
@@ -21,7 +30,15 @@ LOAD=${BENCH_TLSLOAD:-$ROOT/build/bench/bench_tlsload}
 D=origin.test                  # the intercepted host, resolved to 127.0.0.1
 TLS_ORIGIN=127.0.0.1:443
 SL=127.0.0.1:3128 SQ=127.0.0.1:3129 BASE=127.0.0.1:3130 MI=127.0.0.1:3131 PV=127.0.0.1:8118
+IN=127.0.0.1:3132             # sluice+inject
 CONNS=50 THREADS=2
+AB=${BENCH_AB:-2}
+PEERS="squid mitmproxy privoxy"
+[ "${BENCH_PEERS:-1}" != 0 ] || PEERS=
+SLUICES="sluice sluice+inject${SLUICED_BASE:+ base}"
+# The secret sluice+inject adds: random, in its environment only.
+BENCH_TOKEN=bench-$(openssl rand -hex 16)
+bench_cleanup_extra() { ip netns del "$NS-fleeti" 2>/dev/null || true; }
 chmod 755 "$TMP"               # squid and its helpers run as proxy
 
 # --- the test PKI: the origin's CA and leaf; one CA for squid, mitmproxy, privoxy
@@ -48,7 +65,10 @@ ossl x509 -req -in "$PKI/origin.csr" -CA "$PKI/origin-ca.pem" -CAkey "$PKI/origi
 chmod 644 "$PKI"/*
 
 # --- the origin (nginx, one worker) over TLS, and its name ---------------------------
-bench_origin "$TLS_ORIGIN" "$PKI/origin.pem" "$PKI/origin.key"
+# /auth answers with the Authorization it got: the check that sluice+inject
+# injects (and that plain sluice relays the client's).
+bench_origin "$TLS_ORIGIN" "$PKI/origin.pem" "$PKI/origin.key" \
+	'location = /auth { default_type text/plain; return 200 "[$http_authorization]"; }'
 # sluiced and squid ask DNS: a dnsmasq on 127.0.0.1:53 that knows only $D.
 ip netns exec "$NS" dnsmasq --conf-file=/dev/null --no-resolv --no-hosts --no-daemon --user=root \
 	--listen-address=127.0.0.1 --bind-interfaces --local=/test/ --pid-file="$TMP/dnsmasq.pid" \
@@ -62,7 +82,13 @@ WITH_HOSTS=(ip netns exec "$NS" unshare -m --propagation private
 	sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$TMP/hosts")
 
 # --- sluiced: the forward door, $D in intercept: (and the baseline build) ------------
-sluiced_icpt() { # NAME BIN FORWARD FLEETNS
+sluiced_icpt() { # NAME BIN FORWARD FLEETNS [inject]: with inject, one header credential for $D
+	local cred= env=()
+	if [ "${5:-}" = inject ]; then
+		cred="    credentials:
+      - { name: tok, host: $D, header: Authorization, value: \"Bearer \${env:BENCH_TOKEN}\" }"
+		env=(env BENCH_TOKEN="$BENCH_TOKEN")
+	fi
 	cat >"$TMP/$1.yaml" <<YAML
 daemon:
   data_dir: $TMP/$1-data
@@ -87,8 +113,9 @@ policies:
     allow: ["$D:443"]
     intercept: ["$D"]
     allow_private: [127.0.0.0/8]
+$cred
 YAML
-	ip netns exec "$NS" "$2" --config "$TMP/$1.yaml" 2>"$TMP/$1.log" &
+	ip netns exec "$NS" "${env[@]}" "$2" --config "$TMP/$1.yaml" 2>"$TMP/$1.log" &
 	PIDS+=($!)
 	PID[$1]=$!
 }
@@ -97,11 +124,14 @@ PID[direct]=${PIDS[0]}       # nginx: the direct column's CPU is the origin's
 CA[direct]=$PKI/origin-ca.pem
 sluiced_icpt sluice "$SLUICED" "$SL" "$NS-fleet"
 CA[sluice]=$TMP/sluice-data/ca.pem ADDR[sluice]=$SL
+sluiced_icpt sluice+inject "$SLUICED" "$IN" "$NS-fleeti" inject
+CA[sluice+inject]=$TMP/sluice+inject-data/ca.pem ADDR[sluice+inject]=$IN
 if [ -n "$SLUICED_BASE" ]; then
 	sluiced_icpt base "$SLUICED_BASE" "$BASE" "$NS-fleetb"
 	CA[base]=$TMP/base-data/ca.pem ADDR[base]=$BASE
 fi
 
+start_peers() {
 # --- squid: ssl_bump bump all, leaves from the proxy CA by security_file_certgen -----
 mkdir -p "$TMP/squid"
 /usr/lib/squid/security_file_certgen -c -s "$TMP/squid/ssl_db" -M 16MB >/dev/null
@@ -171,6 +201,8 @@ PRIVOXY
 "${WITH_HOSTS[@]}" privoxy --no-daemon "$TMP/privoxy/config" >"$TMP/privoxy.log" 2>&1 &
 PIDS+=($!)
 PID[privoxy]=$! CA[privoxy]=$PKI/privoxy-ca.pem ADDR[privoxy]=$PV
+}
+[ -z "$PEERS" ] || start_peers
 
 # --- every one answers 200 through its interception before anything is measured -----
 # A peer that does not is shown as n/a with the reason; sluice must.
@@ -195,10 +227,21 @@ answers() { # NAME: 0 when curl through it (or straight, for direct) gets /1k
 	tail -n 8 "$TMP/$who"*.log "$TMP/$who/cache.log" 2>/dev/null | sed 's/^/  /' >&2 || true
 	return 1
 }
-PEERS="squid mitmproxy privoxy"
 answers direct || exit 1
 for who in $SLUICES; do answers "$who" || exit 1; done
 for who in $PEERS; do answers "$who" || true; done
+# sluice+inject must put the token in place of the client's Authorization,
+# and plain sluice must relay the client's untouched.
+authz() { # NAME: what /auth saw through it, the client sending "Bearer guest"
+	N curl -s --max-time 5 --cacert "${CA[$1]}" -p -x "http://${ADDR[$1]}" \
+		-H 'Authorization: Bearer guest' "https://$D/auth" || true
+}
+got=$(authz sluice+inject)
+[ "$got" = "[Bearer $BENCH_TOKEN]" ] ||
+	{ echo "bench/intercept.sh: sluice+inject did not inject (the origin saw ${got:0:20}...)" >&2; exit 1; }
+got=$(authz sluice)
+[ "$got" = "[Bearer guest]" ] ||
+	{ echo "bench/intercept.sh: sluice did not relay the client's Authorization (${got:0:20}...)" >&2; exit 1; }
 
 # --- the measurements ---------------------------------------------------------------
 CLK_TCK=$(getconf CLK_TCK)
@@ -216,27 +259,42 @@ ticks() { # PID: user+system clock ticks of PID and its living descendants
 	done
 	echo "$t"
 }
-declare -A R C
-measure() { # WHO KEY DIVISOR [tlsload args]: R[KEY,WHO] the rate, C[KEY,WHO] µs of CPU per op
-	local who=$1 key=$2 div=$3 t0 t1 out target count _secs rate errors
+declare -A R C RC RS RT
+# measure WHO KEY DIVISOR [tlsload args]: one run; R[KEY,WHO] the rate and
+# C[KEY,WHO] µs of CPU per op over every run of KEY for WHO so far (a second
+# run of the same KEY adds its count, seconds and CPU to the first's).
+measure() {
+	local who=$1 key=$2 div=$3 t0 t1 out target count secs rate errors
 	shift 3
 	[ -z "${NA[$who]:-}" ] || return 0
 	if [ "$who" = direct ]; then target=(-a "$TLS_ORIGIN"); else target=(-x "${ADDR[$who]}"); fi
 	t0=$(ticks "${PID[$who]}")
 	out=$(N "$LOAD" -C "${CA[$who]}" -H "$D:443" "${target[@]}" -d "$SECS" "$@" 2> >(sed "s/^/  $who: /" >&2)) || true
 	t1=$(ticks "${PID[$who]}")
-	read -r count _secs rate errors <<<"${out:-0 0 0 0}"
+	read -r count secs rate errors <<<"${out:-0 0 0 0}"
 	[ "$errors" = 0 ] || echo "  $who: $errors failed connections" >&2
-	R[$key,$who]=$rate
+	RC[$key,$who]=$((${RC[$key,$who]:-0} + count))
+	RS[$key,$who]=$(awk -v a="${RS[$key,$who]:-0}" -v b="$secs" 'BEGIN { printf "%.2f", a + b }')
+	RT[$key,$who]=$((${RT[$key,$who]:-0} + t1 - t0))
 	# div turns COUNT into operations: 1 per response, 1e6 per MB of a stream
-	C[$key,$who]=$(awk -v d=$((t1 - t0)) -v hz="$CLK_TCK" -v n="$count" -v div="$div" \
+	R[$key,$who]=$(awk -v n="${RC[$key,$who]}" -v s="${RS[$key,$who]}" -v div="$div" \
+		'BEGIN { if (s > 0) printf "%.0f", n / div / s; else print 0 }')
+	C[$key,$who]=$(awk -v d="${RT[$key,$who]}" -v hz="$CLK_TCK" -v n="${RC[$key,$who]}" -v div="$div" \
 		'BEGIN { if (n > 0) printf "%.0f", d * 1e6 / hz / (n / div); else print "-" }')
+	# this run alone, for the noise between rounds
+	echo "    $who: $rate/s, $(awk -v d=$((t1 - t0)) -v hz="$CLK_TCK" -v n="$count" -v div="$div" \
+		'BEGIN { if (n > 0) printf "%.0f", d * 1e6 / hz / (n / div); else print "-" }') us CPU per op" >&2
 }
 
 echo "==> measuring: ${SECS}s per run, $CONNS connections on $THREADS client threads, $(nproc) CPUs online"
 ALL="direct $SLUICES $PEERS"
 echo "  keep-alive GET 1 KiB over one intercepted tunnel per connection ..." >&2
-for who in $ALL; do measure "$who" ka 1 -c "$CONNS" -t "$THREADS"; done
+measure direct ka 1 -c "$CONNS" -t "$THREADS"
+# the sluice columns in turn, AB rounds (sluice, sluice+inject, sluice, ...)
+for _ in $(seq "$AB"); do
+	for who in $SLUICES; do measure "$who" ka 1 -c "$CONNS" -t "$THREADS"; done
+done
+for who in $PEERS; do measure "$who" ka 1 -c "$CONNS" -t "$THREADS"; done
 echo "  new connection per request: TCP, CONNECT, full TLS handshake, one GET ..." >&2
 for who in $ALL; do measure "$who" hs 1 --new -c "$CONNS" -t "$THREADS"; done
 echo "  one stream, /big (1 GiB, or ${SECS}s of it) ..." >&2
@@ -277,6 +335,11 @@ verdict() { awk -v v="$1" -v op="$2" -v g="$3" 'BEGIN {
 ka=$(ratio "${R[ka,sluice]}" "${R[ka,direct]}")
 hs=$(ratio "${R[hs,sluice]}" "${R[hs,direct]}")
 st=$(ratio "${R[st,sluice]}" "${R[st,direct]}")
+inj=$(awk -v a="${C[ka,sluice+inject]}" -v b="${C[ka,sluice]}" \
+	'BEGIN { if (a != "-" && b > 0) printf "%.2f", a / b; else print "-" }')
+echo "goal (issue 19), keep-alive with a header injected, CPU per request sluice+inject / sluice <= 1.10:" \
+	"${C[ka,sluice+inject]} / ${C[ka,sluice]} us = $inj $(verdict "$inj" '<=' 1.10)" \
+	"(req/s ${R[ka,sluice+inject]} / ${R[ka,sluice]} = $(ratio "${R[ka,sluice+inject]}" "${R[ka,sluice]}"); $AB keep-alive round(s) of each, in turn)"
 echo "goals (issue 18), sluice: keep-alive >= 0.6 of direct: $ka $(verdict "$ka" '>=' 0.6);" \
 	"CPU <= 35 us/request: ${C[ka,sluice]} $(verdict "${C[ka,sluice]}" '<=' 35);" \
 	"handshakes >= 0.5: $hs $(verdict "$hs" '>=' 0.5); one stream >= 0.6: $st $(verdict "$st" '>=' 0.6)"
