@@ -155,6 +155,24 @@ get_cred_token(struct ctx *x, const struct cy_node *ci, const char *key, const c
 	return true;
 }
 
+/* A saved layer's sentinel for a placeholder or sigv4 entry, if it has
+ * one (load_one() refused the key outside saved layers). */
+static bool
+get_sentinel(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_credential *cd)
+{
+	const struct cy_node *n = cs_map_get(ci, "sentinel");
+	char s[PATHSZ], *sv = NULL;
+
+	if (!n)
+		return true;
+	if (!cs_get_str(x, n, (cs_pathf(s, r, ".sentinel"), s), &sv) || !conf_cred_sentinel_ok(sv)) {
+		cs_err_at(x, n, "%s: not a sentinel sluice made", s);
+		return false;
+	}
+	memcpy(cd->sentinel, sv, CONF_SENTINEL_LEN);
+	return true;
+}
+
 /* One entry at r into cd. */
 static bool
 load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_credential *cd,
@@ -257,17 +275,7 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 		ok &= cd->env != NULL;
 		ok &= get_cred_secret(x, ci, "value", r, &cd->value);
 		snprintf(what, sizeof(what), "$%s", cd->env ? cd->env : "?");
-		if ((n = cs_map_get(ci, "sentinel"))) {
-			char *sv = NULL;
-
-			if (!cs_get_str(x, n, (cs_pathf(s, r, ".sentinel"), s), &sv) ||
-			    !conf_cred_sentinel_ok(sv)) {
-				cs_err_at(x, n, "%s: not a sentinel sluice made", s);
-				ok = false;
-			} else {
-				memcpy(cd->sentinel, sv, CONF_SENTINEL_LEN);
-			}
-		}
+		ok &= get_sentinel(x, ci, r, cd);
 		break;
 	case CONF_CRED_QUERY:
 		ok &= get_cred_token(x, ci, "param", r, "a query parameter name", &cd->param);
@@ -291,17 +299,7 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 		}
 		ok &= get_cred_secret(x, ci, "secret", r, &cd->value);
 		snprintf(what, sizeof(what), "sigv4");
-		if ((n = cs_map_get(ci, "sentinel"))) {
-			char *sv = NULL;
-
-			if (!cs_get_str(x, n, (cs_pathf(s, r, ".sentinel"), s), &sv) ||
-			    !conf_cred_sentinel_ok(sv)) {
-				cs_err_at(x, n, "%s: not a sentinel sluice made", s);
-				ok = false;
-			} else {
-				memcpy(cd->sentinel, sv, CONF_SENTINEL_LEN);
-			}
-		}
+		ok &= get_sentinel(x, ci, r, cd);
 		break;
 	}
 	if (!ok)

@@ -397,7 +397,7 @@ out=$(sbx a -- "${CURL[@]}" --noproxy '*' -k --resolve origin.test:443:203.0.113
 check "transparent https, routed by SNI whatever the address ($out)" test "$out" = "hello over tls"
 check "transparent https has an access line" logged "door=sni .*client=a .*origin.test"
 check "... a tunnel, with the SNI the guest sent, no TLS of ours" \
-	logged "door=sni .*client=a .*host=origin.test .* mode=tunnel sni=origin.test alpn_down=- alpn_up=-$"
+	logged "door=sni .*client=a .*host=origin.test .* mode=tunnel sni=origin.test alpn_down=- alpn_up=- layer=[0-9a-f]{16} inject=-$"
 # Interception, the three ways in (issue 18): the guest trusts sluice's CA
 # only, so a page proves the leaf was sluice's; the inner GET's own line
 # proves sluice read the request.

@@ -213,7 +213,7 @@ check "the origin saw Via: 1.1 sluice" grep -q 'm=via .*via="1.1 sluice"' "$NGLO
 get "http://origin.test/1k"
 body_is "GET /1k returns 1 KiB intact" "$WWW/1k"
 check "access log: the allowed GET, every field" logged \
-	"${A}client=local src=127\.0\.0\.1:[0-9]+ policy=web method=GET host=origin\.test port=80 decision=allow reason=none upstream=10\.99\.0\.10:80 status=200 bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+ mode=http sni=- alpn_down=- alpn_up=-$"
+	"${A}client=local src=127\.0\.0\.1:[0-9]+ policy=web method=GET host=origin\.test port=80 decision=allow reason=none upstream=10\.99\.0\.10:80 status=200 bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+ mode=http sni=- alpn_down=- alpn_up=- layer=[0-9a-f]{16} inject=-$"
 check "access log: bytes_out counts head and body (> 1024)" \
 	field_ge "${A}client=local .*status=200" bytes_out 1025
 check "access log: bytes_in counts the request head (> 0)" \
@@ -288,7 +288,7 @@ refused "an allowed name on a port no rule names" 403 not-allowed
 get "http://blocked.origin.test/?m=denied"
 refused "a deny rule wins over *.origin.test" 403 denied
 check "access log: the denied request, upstream=-" logged \
-	"${A}client=local src=127\.0\.0\.1:[0-9]+ policy=web method=GET host=blocked\.origin\.test port=80 decision=deny reason=denied upstream=- status=403 bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+ mode=http sni=- alpn_down=- alpn_up=-$"
+	"${A}client=local src=127\.0\.0\.1:[0-9]+ policy=web method=GET host=blocked\.origin\.test port=80 decision=deny reason=denied upstream=- status=403 bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+ mode=http sni=- alpn_down=- alpn_up=- layer=[0-9a-f]{16} inject=-$"
 get "http://internal.test/?m=priv-internal"
 refused "a name resolving outside allow_private (10.99.1.5)" 403 private-address
 get "http://meta.test/?m=priv-meta"
@@ -425,7 +425,7 @@ assert hashlib.sha256(r.read()).hexdigest() == sys.argv[2]
 mark
 tunnel_cases splice
 check "access log: the CONNECT tunnel's line" logged \
-	"${A}client=local src=127\.0\.0\.1:[0-9]+ policy=web method=CONNECT host=origin\.test port=80 decision=allow reason=none upstream=10\.99\.0\.10:80 status=200 bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+ mode=tunnel sni=- alpn_down=- alpn_up=-$"
+	"${A}client=local src=127\.0\.0\.1:[0-9]+ policy=web method=CONNECT host=origin\.test port=80 decision=allow reason=none upstream=10\.99\.0\.10:80 status=200 bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+ mode=tunnel sni=- alpn_down=- alpn_up=- layer=[0-9a-f]{16} inject=-$"
 check "access log: the 100 MiB tunnel counts its bytes_out" \
 	field_ge "${A}client=local .*method=CONNECT host=origin\.test port=80 " bytes_out 104857600
 check "access log: the half-close tunnel counts its bytes_in" \

@@ -191,15 +191,15 @@ check "the inner request has its own access line (GET origin.test 443 200)" \
 # curl offers h2 and http/1.1; sluice answers http/1.1 and offers the origin
 # only that.
 check "... mode=intercept, the guest's SNI, ALPN http/1.1 on both legs" \
-	logged "access door=forward .*method=GET host=origin.test port=443 .*status=200 .* mode=intercept sni=origin.test alpn_down=http/1.1 alpn_up=http/1.1$"
+	logged "access door=forward .*method=GET host=origin.test port=443 .*status=200 .* mode=intercept sni=origin.test alpn_down=http/1.1 alpn_up=http/1.1 layer=[0-9a-f]{16} inject=-$"
 check "the CONNECT has its line too" \
 	logged "access door=forward .*method=CONNECT host=origin.test port=443 .*status=200"
 check "... with mode=intercept, the SNI and both ALPNs" \
-	logged "access door=forward .*method=CONNECT host=origin.test port=443 .*status=200 .* mode=intercept sni=origin.test alpn_down=http/1.1 alpn_up=http/1.1$"
+	logged "access door=forward .*method=CONNECT host=origin.test port=443 .*status=200 .* mode=intercept sni=origin.test alpn_down=http/1.1 alpn_up=http/1.1 layer=[0-9a-f]{16} inject=-$"
 check "the guest that refused the leaf: a log line naming the host, client-rejected-cert" \
 	logged "forward 127\.0\.0\.1:[0-9]+: intercept origin\.test: client-rejected-cert: "
 check "... and its access line: client, host, reason, the SNI, no ALPN with the guest" \
-	logged "access door=forward client=local .*method=CONNECT host=origin.test port=443 .*reason=client-rejected-cert .* mode=intercept sni=origin.test alpn_down=- alpn_up=http/1.1$"
+	logged "access door=forward client=local .*method=CONNECT host=origin.test port=443 .*reason=client-rejected-cert .* mode=intercept sni=origin.test alpn_down=- alpn_up=http/1.1 layer=[0-9a-f]{16} inject=-$"
 scrape || true
 v=$(m "$HS{side=\"guest\",result=\"client-rejected-cert\"}")
 check "/metrics: one guest handshake refused our leaf, client-rejected-cert ($v)" test "$v" = 1
@@ -220,7 +220,7 @@ mark
 check "plain.test (not in intercept:) is tunnelled: the origin's CA is enough" \
 	eval '[ "$(cget "$PKI/ca.pem" https://plain.test/)" = "hello over tls" ]'
 check "... its line: mode=tunnel, no hello read, no TLS of ours" \
-	logged "access door=forward .*method=CONNECT host=plain.test port=443 .*status=200 .* mode=tunnel sni=- alpn_down=- alpn_up=-$"
+	logged "access door=forward .*method=CONNECT host=plain.test port=443 .*status=200 .* mode=tunnel sni=- alpn_down=- alpn_up=- layer=[0-9a-f]{16} inject=-$"
 check "... and sluice's CA is not" eval \
 	'rc=0; cget "$SLCA" https://plain.test/ >/dev/null 2>&1 || rc=$?; [ $rc = 60 ]'
 
@@ -314,7 +314,7 @@ check "an origin presenting another name's certificate: 502 upstream-cert-invali
 	eval '[[ $OUT == *"HTTP/1.1 502"* && $OUT == *"Sluice-Reason: upstream-cert-invalid"* ]]'
 check "... the log line says why" logged "wrong.test:443: upstream-cert-invalid: "
 check "... the CONNECT's line: intercepted, no ALPN with the origin" \
-	logged "access door=forward .*method=CONNECT host=wrong.test port=443 .* mode=intercept sni=wrong.test alpn_down=http/1.1 alpn_up=-$"
+	logged "access door=forward .*method=CONNECT host=wrong.test port=443 .* mode=intercept sni=wrong.test alpn_down=http/1.1 alpn_up=- layer=[0-9a-f]{16} inject=-$"
 scrape || true
 v=$(m "$HS{side=\"upstream\",result=\"upstream-cert-invalid\"}")
 check "/metrics: one upstream verification failure, upstream-cert-invalid ($v)" test "$v" = 1

@@ -101,8 +101,8 @@ field_ge() {
 A='access door=socks '
 # The line's end: a tunnel (TAIL), a request refused before any tunnel
 # began (TAIL_REFUSED); SOCKS5 never reads a TLS hello.
-TAIL='bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+ mode=tunnel sni=- alpn_down=- alpn_up=-$'
-TAIL_REFUSED='bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+ mode=- sni=- alpn_down=- alpn_up=-$'
+TAIL='bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+ mode=tunnel sni=- alpn_down=- alpn_up=- layer=[0-9a-f]{16} inject=-$'
+TAIL_REFUSED='bytes_in=[0-9]+ bytes_out=[0-9]+ duration_ms=[0-9]+ mode=- sni=- alpn_down=- alpn_up=- layer=([0-9a-f]{16}|-) inject=-$'
 
 # /metrics, from the API's unix socket (forward/metrics.py: a strict parser
 # of the Prometheus text format). scrape FILE: fetched and parsed, or fails.
