@@ -279,6 +279,14 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 		break;
 	case CONF_CRED_QUERY:
 		ok &= get_cred_token(x, ci, "param", r, "a query parameter name", &cd->param);
+		for (const char *q = cd->param; ok && q && *q; q++) {
+			/* (a token may hold '&' '#' '+' '%': not in a parameter's name) */
+			if (!(isalnum((unsigned char)*q) || strchr("-._~", *q))) {
+				cs_err_at(x, cs_map_get(ci, "param"),
+					  "%s.param: a query parameter name is A-Z a-z 0-9 - . _ ~", r);
+				ok = false;
+			}
+		}
 		ok &= get_cred_secret(x, ci, "value", r, &cd->value);
 		snprintf(what, sizeof(what), "?%s", cd->param ? cd->param : "?");
 		break;

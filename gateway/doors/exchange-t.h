@@ -75,6 +75,7 @@ struct gw_inject {
 	const struct conf_credential *sigv4;
 	char *authz;
 	size_t authz_len;
+	const struct gw_h1_header *authz_h;     /* the field it replaces */
 };
 
 /* How an exchange's connection came in: the forward door's own (its

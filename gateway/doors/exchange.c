@@ -182,7 +182,9 @@ h1x_dialed(struct gw_conn *c, enum gw_reason why, int err, const char *detail)
 	struct gw_h1x *x = h1x(c);
 
 	if (why != GW_R_NONE) {
-		if (x->way != GW_WAY_HTTP || x->by_sni)
+		/* Before the guest's TLS is ours, the way's own answer; after,
+		 * an HTTP answer inside it, whatever door it came by. */
+		if (!x->intercept && (x->way != GW_WAY_HTTP || x->by_sni))
 			gw_intercept_refuse_early(x, why, err, detail);
 		else
 			gw_h1x_refuse(x, gw_dial_status(why), why, "%s", detail);

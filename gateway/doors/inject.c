@@ -68,10 +68,18 @@ plan_one(const struct conf_credential *c, void *arg)
 	return 0;
 }
 
-static bool
-is_basic(const char *v, size_t n)
+/* Where the base64 of an "Authorization: Basic ..." value starts (the
+ * scheme in any case, then spaces or tabs), or 0: not Basic. */
+static size_t
+basic_off(const char *v, size_t n)
 {
-	return n > 6 && strncasecmp(v, "Basic ", 6) == 0;
+	size_t i = 5;
+
+	if (n <= 6 || strncasecmp(v, "Basic", 5) != 0 || (v[5] != ' ' && v[5] != '\t'))
+		return 0;
+	while (i < n && (v[i] == ' ' || v[i] == '\t'))
+		i++;
+	return i < n ? i : 0;
 }
 
 /* Base64 of n bytes at in into out (4 * ((n + 2) / 3) + 1 bytes). */
@@ -81,15 +89,20 @@ b64_encode(const unsigned char *in, size_t n, char *out)
 	return (size_t)EVP_EncodeBlock((unsigned char *)out, in, (int)n);
 }
 
-/* Decodes base64 (strict: a multiple of 4, padding at the end only) into
- * out (3 * n / 4 bytes); the decoded length, or -1. */
+/* Decodes base64 (padding at the end only, or left out as origins allow)
+ * into out (3 * (n + 3) / 4 bytes); the decoded length, or -1. */
 static int
-b64_decode(const char *in, size_t n, unsigned char *out)
+b64_decode(const char *in0, size_t n0, unsigned char *out)
 {
+	char in[4 * 2048 + 4];
+	size_t n = n0;
 	int len, pad = 0;
 
-	if (n == 0 || n % 4 || n > 3 * CONF_CRED_VALUE_MAX)
+	if (n0 == 0 || n0 % 4 == 1 || n0 > 4 * 2048)
 		return -1;
+	memcpy(in, in0, n0);
+	while (n % 4)
+		in[n++] = '=';
 	for (size_t i = 0; i < n; i++) {
 		char ch = in[i];
 
@@ -103,10 +116,53 @@ b64_decode(const char *in, size_t n, unsigned char *out)
 		}
 	}
 	len = EVP_DecodeBlock(out, (const unsigned char *)in, (int)n);
+	explicit_bzero(in, n);
 	return len < 0 ? -1 : len - pad;
 }
 
 /* ---- the plan: which credentials, and every sentinel checked ---- */
+
+/* Is pat in the request-target t[0..n), as sent or with its %XX decoded? */
+static bool
+target_has(const char *t, size_t n, const char *pat, size_t pl)
+{
+	char dec[8192];
+	size_t o = 0;
+
+	if (memmem(t, n, pat, pl))
+		return true;
+	for (size_t i = 0; i < n && o < sizeof(dec); i++) {
+		unsigned hi, lo;
+
+		if (t[i] == '%' && i + 2 < n && sscanf(t + i + 1, "%1x%1x", &hi, &lo) == 2) {
+			dec[o++] = (char)(hi << 4 | lo);
+			i += 2;
+		} else {
+			dec[o++] = t[i];
+		}
+	}
+	return memmem(dec, o, pat, pl) != NULL;
+}
+
+/* A placeholder access key id's shape ("SLUICE" and 14 of 0-9A-F) in
+ * p[0..n)? */
+static bool
+akid_like(const char *p, size_t n)
+{
+	const char *at = p, *end = p + n;
+
+	while ((at = memmem(at, (size_t)(end - at), "SLUICE", 6)) != NULL) {
+		size_t k = 0;
+
+		while (k < 14 && at + 6 + k < end &&
+		       ((at[6 + k] >= '0' && at[6 + k] <= '9') || (at[6 + k] >= 'A' && at[6 + k] <= 'F')))
+			k++;
+		if (k == 14)
+			return true;
+		at += 6;
+	}
+	return false;
+}
 
 /* A sentinel where it may not go: one log line (the sandbox, the host,
  * what was wrong; never a value), and the 403. */
@@ -157,7 +213,7 @@ check_span(struct gw_h1x *x, const char *p, size_t n, const char *where, int *co
 static int
 plan_sigv4(struct gw_h1x *x)
 {
-	const struct gw_h1_header *h = gw_h1_header_find(&x->reqh, "Authorization");
+	const struct gw_h1_header *h = NULL;
 	const struct conf_credential *cr = NULL;
 	struct gw_sigv4_auth a;
 	struct gw_sigv4_request rq;
@@ -167,14 +223,27 @@ plan_sigv4(struct gw_h1x *x)
 	free(x->inj.authz);
 	x->inj.authz = NULL;
 	x->inj.sigv4 = NULL;
-	if (!h || !memmem(h->value.p, h->value.len, "Credential=SLUICE", 17))
+	/* The one field that may carry a placeholder access key id is an
+	 * Authorization this request's SigV4 credential signs again; the
+	 * shape anywhere else (another field, a second Authorization, a
+	 * presigned URL's X-Amz-Credential) is out of place. */
+	if (target_has(x->reqh.target.p, x->reqh.target.len, "SLUICE", 6) &&
+	    akid_like(x->reqh.target.p, x->reqh.target.len))
+		return violation(x, "a placeholder access key id", "the request-target");
+	for (size_t i = 0; i < x->reqh.nheaders; i++) {
+		const struct gw_h1_header *f = &x->reqh.headers[i];
+
+		if (!akid_like(f->value.p, f->value.len))
+			continue;
+		if (h || f->name.len != 13 || strncasecmp(f->name.p, "Authorization", 13) != 0)
+			return violation(x, "a placeholder access key id", "a header");
+		h = f;
+	}
+	if (!h)
 		return 0;
 	for (size_t i = 0; i < x->inj.n; i++)
 		if (x->inj.c[i]->kind == CONF_CRED_SIGV4)
 			cr = x->inj.c[i];
-	if (gw_h1_header_next(&x->reqh, h, "Authorization"))
-		return violation(x, "a placeholder access key id in one of two Authorization fields",
-				 "a header");
 	r = gw_sigv4_parse(h->value.p, h->value.len, &a, err, sizeof(err));
 	if (cr)
 		gw_policy_sigv4_akid(cr, akid);
@@ -207,6 +276,7 @@ plan_sigv4(struct gw_h1x *x)
 		return -1;
 	}
 	x->inj.sigv4 = cr;
+	x->inj.authz_h = h;
 	x->inj.extra += x->inj.authz_len;
 	return 0;
 }
@@ -216,8 +286,9 @@ gw_inject_plan(struct gw_h1x *x)
 {
 	struct gw_conn *c = &x->base;
 	struct plan p = { .inj = &x->inj, .tls = x->up_tls || x->intercept };
-	bool trace = (x->reqh.method.len == 5 && (memcmp(x->reqh.method.p, "TRACE", 5) == 0 ||
-						  memcmp(x->reqh.method.p, "TRACK", 5) == 0));
+	/* (any case: an origin may take "trace" as TRACE and echo the head) */
+	bool trace = (x->reqh.method.len == 5 && (strncasecmp(x->reqh.method.p, "TRACE", 5) == 0 ||
+						  strncasecmp(x->reqh.method.p, "TRACK", 5) == 0));
 	int count = 0;
 
 	free(x->inj.authz);
@@ -225,20 +296,25 @@ gw_inject_plan(struct gw_h1x *x)
 	c->req.inject[0] = '\0';
 	if (!x->is_connect && !trace)
 		gw_policy_credentials(c->policy, c->req.host, c->req.port, plan_one, &p);
-	/* Sentinels go in header values only. */
-	if (memmem(x->reqh.target.p, x->reqh.target.len, PREFIX, PREFIX_LEN))
+	/* Sentinels go in end-to-end header values only: never in the
+	 * request-target (spelled with %XX or not), never in a hop-by-hop
+	 * field (Upgrade is written as it came). */
+	if (target_has(x->reqh.target.p, x->reqh.target.len, PREFIX, PREFIX_LEN))
 		return violation(x, "a sentinel", "the request-target");
 	if (plan_sigv4(x) < 0)
 		return -1;
 	for (size_t i = 0; i < x->reqh.nheaders; i++) {
 		const struct gw_h1_header *h = &x->reqh.headers[i];
-		unsigned char dec[3 * 2048];
+		unsigned char dec[3 * 2048 + 3];
+		size_t bo = basic_off(h->value.p, h->value.len);
 		int n;
 
+		if (gw_h1_hop_by_hop(&x->reqh, h->name.p, h->name.len) &&
+		    memmem(h->value.p, h->value.len, PREFIX, PREFIX_LEN))
+			return violation(x, "a sentinel", "a hop-by-hop field");
 		if (check_span(x, h->value.p, h->value.len, "a header", &count) < 0)
 			return -1;
-		if (is_basic(h->value.p, h->value.len) && h->value.len - 6 <= 4 * 2048 &&
-		    (n = b64_decode(h->value.p + 6, h->value.len - 6, dec)) > 0) {
+		if (bo && (n = b64_decode(h->value.p + bo, h->value.len - bo, dec)) > 0) {
 			int r = check_span(x, (const char *)dec, (size_t)n, "a Basic pair", &count);
 
 			explicit_bzero(dec, sizeof(dec));
@@ -362,14 +438,14 @@ note_sentinels(struct gw_h1x *x, const char *p, size_t n)
 void
 gw_inject_header(struct gw_h1x *x, struct gw_h1_writer *wr, const struct gw_h1_header *h)
 {
-	unsigned char dec[3 * 2048];
+	unsigned char dec[3 * 2048 + 3];
 	char *rep = NULL, *enc = NULL;
-	size_t rn = 0, en = 0;
+	size_t rn = 0, en = 0, bo = basic_off(h->value.p, h->value.len);
 	int n;
 
 	if (strips(x, h))
 		return;
-	if (x->inj.authz && h->name.len == 13 && strncasecmp(h->name.p, "Authorization", 13) == 0) {
+	if (x->inj.authz && h == x->inj.authz_h) {
 		gw_h1_write_header(wr, h->name, (struct gw_h1_span){ x->inj.authz, x->inj.authz_len });
 		note(x, x->inj.sigv4);
 		free(x->inj.authz);
@@ -380,8 +456,7 @@ gw_inject_header(struct gw_h1x *x, struct gw_h1_writer *wr, const struct gw_h1_h
 		gw_h1_write_header(wr, h->name, h->value);
 		return;
 	}
-	if (is_basic(h->value.p, h->value.len) && h->value.len - 6 <= 4 * 2048 &&
-	    (n = b64_decode(h->value.p + 6, h->value.len - 6, dec)) > 0 &&
+	if (bo && (n = b64_decode(h->value.p + bo, h->value.len - bo, dec)) > 0 &&
 	    memmem(dec, (size_t)n, PREFIX, PREFIX_LEN)) {
 		note_sentinels(x, (const char *)dec, (size_t)n);
 		rep = replaced(x, (const char *)dec, (size_t)n, &rn);

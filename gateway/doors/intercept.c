@@ -590,8 +590,8 @@ gw_intercept_route(struct gw_h1x *x)
 	struct gw_h1_error terr = { 0 };
 
 	if (x->reqh.method_id == GW_H1_M_CONNECT ||
-	    (x->reqh.method.len == 5 && memcmp(x->reqh.method.p, "TRACE", 5) == 0) ||
-	    (x->reqh.method.len == 5 && memcmp(x->reqh.method.p, "TRACK", 5) == 0)) {
+	    (x->reqh.method.len == 5 && strncasecmp(x->reqh.method.p, "TRACE", 5) == 0) ||
+	    (x->reqh.method.len == 5 && strncasecmp(x->reqh.method.p, "TRACK", 5) == 0)) {
 		gw_h1x_refuse(x, 405, GW_R_METHOD_NOT_ALLOWED, "%.*s is not relayed here",
 			      (int)x->reqh.method.len, x->reqh.method.p);
 		return -1;

@@ -261,6 +261,9 @@ gw_h1x_build_request(struct gw_h1x *x)
 		gw_h1_write_header(&wr, u->name, u->value);
 	}
 	rc = write_end(&wr, &x->up);
+	/* A head that did not fit may hold a credential already. */
+	if (rc < 0 && x->up.hsecret)
+		explicit_bzero(x->up.hbuf, cap);
 	return rc;
 }
 

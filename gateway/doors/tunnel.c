@@ -126,6 +126,20 @@ dir_gate(struct gw_tunnel *t, struct gw_tunnel_dir *d)
 
 	if (d->start == d->end)
 		return 0;
+	/* A TLS record that is not a handshake (alert, change_cipher_spec,
+	 * application data) cannot open a connection: a server skipping it
+	 * would read the hello that follows unchecked. */
+	if (d->buf[d->start] == 0x14 || d->buf[d->start] == 0x15 || d->buf[d->start] == 0x17) {
+		if (d->end - d->start < 2)
+			return 0;
+		if (d->buf[d->start + 1] == 0x03) {
+			snprintf(t->seen, sizeof(t->seen), "(a TLS record of type %u first)",
+				 (unsigned)(unsigned char)d->buf[d->start]);
+			t->reason = GW_R_TLS_NOT_CLIENT_HELLO;
+			t->refused = true;
+			return -1;
+		}
+	}
 	r = gw_tlshello_parse((const uint8_t *)d->buf + d->start, d->end - d->start,
 			      GW_TUNNEL_BUF - GW_TLSHELLO_HEADER, &h);
 	switch (r) {

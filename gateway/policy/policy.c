@@ -455,7 +455,7 @@ static const char *cred_slot(const struct conf_credential *c, char *buf, size_t 
 static bool header_seen(const struct gw_policy *p, const struct pol_hit *hits, size_t hi,
 			size_t ki, uint16_t port, const char *header)
 {
-	char b[80];
+	char b[320];
 
 	size_t i, k;
 
@@ -481,7 +481,7 @@ int gw_policy_credentials(const struct gw_policy *p, const char *host, uint16_t 
 	struct sockaddr_storage ss;
 	enum gw_reason why;
 	size_t len, nhits, i, k;
-	char slot[80];
+	char slot[320];
 	bool ip;
 	int rc;
 
@@ -930,7 +930,7 @@ static int compute_version(struct gw_policy *p)
 		if (r->kind == PK_CRED) {
 			const struct conf_credential *c = &p->creds[r->cred];
 			const char *ref = c->value.ref ? c->value.ref : "";
-			char sb[80];
+			char sb[320];
 			char *hdr = strdup(cred_slot(c, sb, sizeof(sb)));
 
 			if (!hdr) {

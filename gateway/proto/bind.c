@@ -1,5 +1,6 @@
 /* bind.c: the binding rules (bind.h). */
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 #include <strings.h>
 
@@ -28,9 +29,17 @@ gw_bind_host(const char *d, uint16_t port, const char *v, size_t n)
 
 	if (!v)
 		return GW_R_HOST_MISMATCH;
-	if (port == 443 && n == dl && strncasecmp(v, d, n) == 0)
+	bool v6 = strchr(d, ':') != NULL;
+
+	/* An IPv6 destination is written in brackets in Host. */
+	if (v6) {
+		wl = snprintf(want, sizeof(want), "[%s]", d);
+		if (port == 443 && wl > 0 && n == (size_t)wl && strncasecmp(v, want, n) == 0)
+			return GW_R_NONE;
+	} else if (port == 443 && n == dl && strncasecmp(v, d, n) == 0) {
 		return GW_R_NONE;
-	wl = snprintf(want, sizeof(want), "%s:%u", d, port);
+	}
+	wl = snprintf(want, sizeof(want), v6 ? "[%s]:%u" : "%s:%u", d, port);
 	if (wl > 0 && (size_t)wl < sizeof(want) && n == (size_t)wl &&
 	    strncasecmp(v, want, n) == 0)
 		return GW_R_NONE;

@@ -208,6 +208,36 @@ test_sentinel_refusals(void **state)
 	snprintf(req, sizeof(req),
 		 "TRACE http://a.test/ HTTP/1.1\r\nHost: a.test\r\nX-Auth: %s\r\n\r\n", sent_a);
 	expect_scope_refusal("TRACE", req);
+	/* ... spelled with %XX in the target */
+	snprintf(req, sizeof(req), "GET http://a.test/x?t=sluice%%2Dph-%s HTTP/1.1\r\nHost: a.test\r\n\r\n",
+		 sent_a + 10);
+	expect_scope_refusal("%-encoded in the query", req);
+	/* another host, in a Basic pair without its '=' padding, and with a
+	 * tab after the scheme: origins take both */
+	snprintf(pair, sizeof(pair), "x:%s", sent_a);
+	b64(pair, enc);
+	for (char *e = strchr(enc, '='); e; e = strchr(enc, '='))
+		*e = '\0';
+	snprintf(req, sizeof(req),
+		 "GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\n"
+		 "Authorization: basic\t%s\r\n\r\n", enc);
+	expect_scope_refusal("Basic without padding, a tab", req);
+	/* in a hop-by-hop field (Upgrade is written as it came) */
+	snprintf(req, sizeof(req),
+		 "GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: upgrade\r\n"
+		 "Upgrade: websocket, %s\r\n\r\n", sent_a);
+	expect_scope_refusal("in Upgrade", req);
+	/* trace, in any case */
+	snprintf(req, sizeof(req),
+		 "trace http://a.test/ HTTP/1.1\r\nHost: a.test\r\nX-Auth: %s\r\n\r\n", sent_a);
+	expect_scope_refusal("trace, lowercase", req);
+	/* a placeholder access key id's shape outside a SigV4 Authorization */
+	expect_scope_refusal("an access key id in another field",
+			     "GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n"
+			     "X-Amz-Credential: SLUICE0123456789ABCD/20261204/us-east-1/s3/aws4_request\r\n\r\n");
+	expect_scope_refusal("an access key id in the query (presigned)",
+			     "GET http://a.test/k?X-Amz-Credential=SLUICE0123456789ABCD%2F20261204 HTTP/1.1\r\n"
+			     "Host: a.test\r\n\r\n");
 	/* a CONNECT's head too */
 	snprintf(req, sizeof(req),
 		 "CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\nProxy-Note: %s\r\n\r\n",

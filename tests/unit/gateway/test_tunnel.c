@@ -1108,6 +1108,39 @@ run_gate_malformed(bool splice)
 static void test_gate_malformed_copy(void **s) { (void)s; run_gate_malformed(false); }
 static void test_gate_malformed_splice(void **s) { (void)s; run_gate_malformed(true); }
 
+/* (b') A TLS record that is not a handshake first (an alert, a
+ * change_cipher_spec, application data), then a hello naming another
+ * host: refused at the first record, nothing upstream. A server that
+ * skipped such a record would read the hello behind it unchecked. */
+static void
+run_gate_non_handshake_first(bool splice)
+{
+	static const uint8_t firsts[][7] = {
+		{ 0x15, 0x03, 0x01, 0x00, 0x02, 0x01, 0x70 },   /* alert */
+		{ 0x14, 0x03, 0x03, 0x00, 0x01, 0x01, 0x00 },   /* change_cipher_spec */
+		{ 0x17, 0x03, 0x03, 0x00, 0x01, 0x00, 0x00 },   /* application data */
+	};
+
+	for (size_t i = 0; i < sizeof(firsts) / sizeof(firsts[0]); i++) {
+		for (int how = FEED_SOCKET; how <= FEED_SPLIT; how++) {
+			struct fx f;
+			struct hb h, all = { .n = 0 };
+
+			fx_init(&f, splice, 0);
+			hello_for(&h, "other.test");
+			put(&all, firsts[i], firsts[i][0] == 0x15 ? 7 : 6);
+			put(&all, h.b, h.n);
+			gate_feed(&f, all.b, all.n, (enum feed)how);
+			assert_int_equal(drive(&f, NULL), 0);
+			assert_refused(&f, GW_R_TLS_NOT_CLIENT_HELLO, NULL);
+			fx_fini(&f);
+		}
+	}
+}
+
+static void test_gate_non_handshake_copy(void **s) { (void)s; run_gate_non_handshake_first(false); }
+static void test_gate_non_handshake_splice(void **s) { (void)s; run_gate_non_handshake_first(true); }
+
 /* (c) Half a hello, then EOF: the tunnel ends, nothing went upstream. */
 static void
 run_gate_half_then_eof(bool splice)
@@ -1344,6 +1377,8 @@ main(void)
 		cmocka_unit_test(test_gate_mismatch_splice),
 		cmocka_unit_test(test_gate_malformed_copy),
 		cmocka_unit_test(test_gate_malformed_splice),
+		cmocka_unit_test(test_gate_non_handshake_copy),
+		cmocka_unit_test(test_gate_non_handshake_splice),
 		cmocka_unit_test(test_gate_half_eof_copy),
 		cmocka_unit_test(test_gate_half_eof_splice),
 		cmocka_unit_test(test_gate_match_split_copy),
