@@ -42,21 +42,8 @@ chmod 600 "$E2E_TMP/password"
 export SL_E2E_TOKEN=$TOKEN SL_E2E_QKEY=$QKEY SL_E2E_CLEAR=$CLEAR
 
 # --- a test CA, the origin's certificates ------------------------------------------
-PKI=$E2E_TMP/pki
-mkdir -p "$PKI"
-ossl() { openssl "$@" 2>>"$PKI/openssl.log"; }
-ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-	-subj "/CN=e2e origin CA" -keyout "$PKI/ca.key" -out "$PKI/ca.pem" \
-	-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign
-leaf() {
-	local n=$1 san=$2
-	ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" \
-		-keyout "$PKI/$n.key" -out "$PKI/$n.csr"
-	printf 'subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' "$san" \
-		>"$PKI/$n.ext"
-	ossl x509 -req -in "$PKI/$n.csr" -CA "$PKI/ca.pem" -CAkey "$PKI/ca.key" \
-		-CAcreateserial -days 2 -extfile "$PKI/$n.ext" -out "$PKI/$n.pem"
-}
+. "$(dirname "$0")/pki_lib.sh"
+pki_ca
 leaf api.test "DNS:api.test,DNS:other.test,DNS:plain.test"
 leaf elsewhere.test "DNS:elsewhere.test"        # served as wrong.test: the wrong name
 
@@ -227,13 +214,15 @@ check "absolute-form https://: the real Authorization, once" test "$V" = "Bearer
 n0=$(wc -l <"$E2E_TMP/origin.log")
 OUT=$(G curl -sS --max-time 10 -x "$PX" http://api.test/echo 2>&1 || true)
 V=$(hdrs Authorization <<<"$OUT" 2>/dev/null)
-check "cleartext http:// to api.test: no credential ($OUT)" test -z "$V"
+check "cleartext http:// to api.test: the origin answered, no credential ($OUT)" \
+	eval '[[ $OUT == *'"'"'"target"'"'"'* && -z $V ]]'
 OUT=$(G curl -sS --max-time 10 -x "$PX" http://plain.test/echo 2>&1 || true)
 V=$(hdrs X-Clear <<<"$OUT" 2>/dev/null)
 check "... unless the credential says cleartext: true (plain.test:80)" test "$V" = "$CLEAR"
 OUT=$(get https://api.test/echo -X TRACE)
 V=$(hdrs Authorization <<<"$OUT" 2>/dev/null)
-check "TRACE: refused inside interception, no credential sent ($OUT)" eval '[[ -z $V && $OUT != *"$TOKEN"* ]]'
+check "TRACE: refused inside interception (405 method-not-allowed), no credential sent ($OUT)" \
+	eval '[[ $OUT == *method-not-allowed* && -z $V && $OUT != *"$TOKEN"* ]]'
 n0=$(wc -l <"$E2E_TMP/origin.log")
 OUT=$(G curl -sS --max-time 10 -p -x "$PX" --cacert "$SLCA" -D - https://wrong.test/echo?m=wrong 2>&1 || true)
 check "an origin whose certificate fails: 502 upstream-cert-invalid ($OUT)" \

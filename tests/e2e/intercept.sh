@@ -36,22 +36,8 @@ for a in 10.99.0.10/24 10.99.0.11/24 10.99.0.53/24; do ip -n "$inet" addr add "$
 ip -n "$inet" link set vin up
 
 # --- a test CA and the origin's certificates -----------------------------------
-PKI=$E2E_TMP/pki
-mkdir -p "$PKI"
-ossl() { openssl "$@" 2>>"$PKI/openssl.log"; }
-ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-	-subj "/CN=e2e origin CA" -keyout "$PKI/ca.key" -out "$PKI/ca.pem" \
-	-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign
-# leaf NAME SAN...: a leaf signed by the test CA
-leaf() {
-	local n=$1 san=$2
-	ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" \
-		-keyout "$PKI/$n.key" -out "$PKI/$n.csr"
-	printf 'subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' "$san" \
-		>"$PKI/$n.ext"
-	ossl x509 -req -in "$PKI/$n.csr" -CA "$PKI/ca.pem" -CAkey "$PKI/ca.key" \
-		-CAcreateserial -days 2 -extfile "$PKI/$n.ext" -out "$PKI/$n.pem"
-}
+. "$(dirname "$0")/pki_lib.sh"
+pki_ca
 leaf origin.test "DNS:origin.test,DNS:plain.test"
 leaf elsewhere.test "DNS:elsewhere.test"       # served for wrong.test: the wrong name
 ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \

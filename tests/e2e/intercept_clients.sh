@@ -53,12 +53,8 @@ for a in 10 12 13 14 53; do ip -n "$inet" addr add "10.99.0.$a/24" dev vin; done
 ip -n "$inet" link set vin up
 
 # --- a test CA, the origins' certificates ------------------------------------------
-PKI=$E2E_TMP/pki
-mkdir -p "$PKI"
-ossl() { openssl "$@" 2>>"$PKI/openssl.log"; }
-ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-	-subj "/CN=e2e origin CA" -keyout "$PKI/ca.key" -out "$PKI/ca.pem" \
-	-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign
+. "$(dirname "$0")/pki_lib.sh"
+pki_ca
 # csr NAME; sign NAME ISSUER EXTRA-EXT [x509 args]
 csr() {
 	ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$1" \

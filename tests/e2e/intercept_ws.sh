@@ -35,18 +35,9 @@ for a in 10.99.0.10/24 10.99.0.53/24; do ip -n "$inet" addr add "$a" dev vin; do
 ip -n "$inet" link set vin up
 
 # --- a test CA and the origin's certificate -------------------------------------
-PKI=$E2E_TMP/pki
-mkdir -p "$PKI"
-ossl() { openssl "$@" 2>>"$PKI/openssl.log"; }
-ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-	-subj "/CN=e2e origin CA" -keyout "$PKI/ca.key" -out "$PKI/ca.pem" \
-	-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign
-ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=origin.test" \
-	-keyout "$PKI/origin.key" -out "$PKI/origin.csr"
-printf 'subjectAltName=DNS:origin.test,DNS:plain.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
-	>"$PKI/origin.ext"
-ossl x509 -req -in "$PKI/origin.csr" -CA "$PKI/ca.pem" -CAkey "$PKI/ca.key" \
-	-CAcreateserial -days 2 -extfile "$PKI/origin.ext" -out "$PKI/origin.pem"
+. "$(dirname "$0")/pki_lib.sh"
+pki_ca
+leaf origin "DNS:origin.test,DNS:plain.test"
 
 # --- the origin: WebSocket over TLS, and dnsmasq ---------------------------------
 OLOG=$E2E_TMP/origin.log
