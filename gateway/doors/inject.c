@@ -131,6 +131,8 @@ target_has(const char *t, size_t n, const char *pat, size_t pl)
 
 	if (memmem(t, n, pat, pl))
 		return true;
+	if (!memchr(t, '%', n))
+		return false;   /* (most targets: nothing to decode) */
 	for (size_t i = 0; i < n && o < sizeof(dec); i++) {
 		unsigned hi, lo;
 
