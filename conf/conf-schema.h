@@ -42,10 +42,20 @@ bool cs_get_seq(struct ctx *x, const struct cy_node *n, const char *path, size_t
 bool cs_get_hostpat(struct ctx *x, const struct cy_node *n, const char *path, bool wildcard_ok, struct conf_hostpat *out);
 bool cs_get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf_secret *out);
 
-/* A policy's credentials list at `n` (path `p`, e.g. "policies[0].credentials")
- * into po (conf_cred.c); `saved`: a saved layer's, which may hold the
- * sentinels sluice made. */
+/* Where a credentials list comes from (conf_cred.c):
+ *   CS_CRED_CONF    a policy in the file: secrets are ${env:}/${file:}
+ *                   references, resolved;
+ *   CS_CRED_SAVED   a saved layer: the same, plus the sentinels sluice made,
+ *                   and tenant entries ("tenant": true, a "fingerprint", no
+ *                   secret), read back as lost;
+ *   CS_CRED_TENANT  a claim's body: secrets are literal, never resolved (a
+ *                   tenant must not read the daemon's environment or files).
+ */
+enum cs_cred_src { CS_CRED_CONF, CS_CRED_SAVED, CS_CRED_TENANT };
+
+/* A credentials list at `n` (path `p`, e.g. "policies[0].credentials") into
+ * po->credentials (conf_cred.c). */
 void cs_load_credentials(struct ctx *x, const struct cy_node *n, const char *p,
-			 struct conf_policy *po, bool saved);
+			 struct conf_policy *po, enum cs_cred_src src);
 
 #endif

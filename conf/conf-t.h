@@ -188,6 +188,12 @@ enum conf_cred_kind {
 #define CONF_SENTINEL_LEN 43
 /* The longest credential value (the header, password or parameter). */
 #define CONF_CRED_VALUE_MAX 8192
+/* A tenant credential's fingerprint: "fp1:", 16 hex of salt, ':', 32 hex
+ * of SHA-256(salt || value) cut to 128 bits, and a NUL. */
+#define CONF_CRED_FP_LEN 54
+#define CONF_CRED_FP_PREFIX "fp1:"
+/* The most credentials a claim's tenant may bring. */
+#define CONF_TENANT_CREDS_MAX 16
 
 struct conf_credential {
 	char *name;                     /* inject= in the access line */
@@ -204,7 +210,24 @@ struct conf_credential {
 	 * claim compiles it (gw_policy_new()), kept in the state file (it is
 	 * no secret: the guest holds it); "" in a configuration. */
 	char sentinel[CONF_SENTINEL_LEN];
+	/* Brought by a claim's tenant (POST /v1/claims, PUT .../credentials):
+	 * the value is held in the daemon's memory only; a saved layer keeps
+	 * the fingerprint instead ("" until the policy engine makes it). */
+	bool tenant;
+	/* A tenant credential read back from a saved layer: its value is gone
+	 * (value.value NULL) until the tenant supplies it again. */
+	bool lost;
+	char fingerprint[CONF_CRED_FP_LEN];
 	struct conf_pos pos;
+};
+
+/* A tenant's credentials as a claim's body brings them
+ * (conf_creds_from_json()). Owns an arena holding everything, values
+ * included (wiped by conf_creds_free()). */
+struct conf_creds {
+	struct conf_credential *v;
+	size_t n;
+	struct conf_arena *arena;
 };
 
 struct conf_policy {

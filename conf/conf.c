@@ -1384,7 +1384,8 @@ load_policy(struct ctx *x, const struct cy_node *it, const char *p, const char *
 		}
 	}
 	cs_pathf(q, p, ".credentials");
-	cs_load_credentials(x, cs_map_get(it, "credentials"), q, po, saved);
+	cs_load_credentials(x, cs_map_get(it, "credentials"), q, po,
+			    saved ? CS_CRED_SAVED : CS_CRED_CONF);
 }
 
 static void

@@ -104,6 +104,20 @@ void conf_layer_free(struct conf_layer *l);
 bool conf_cred_header_forbidden(const char *name);
 int conf_cred_value_check(const char *v, size_t len);
 bool conf_cred_sentinel_ok(const char *s);
+/* True when s is a fingerprint as sluice makes them (CONF_CRED_FP_LEN). */
+bool conf_cred_fingerprint_ok(const char *s);
+
+/* A tenant's credentials (a claim's or a PUT's "credentials": a JSON array
+ * of at most CONF_TENANT_CREDS_MAX entries of a policy's shapes) checked
+ * as the file's are, but with the secrets literal (never a reference
+ * resolved) and every entry marked tenant. Returns a list the caller frees
+ * with conf_creds_free(), or NULL with every error in d, each a line
+ * "PATH: message" (root the path, e.g. "credentials"; a value is never
+ * shown). Borrows arr; the result shares nothing with it. */
+struct conf_creds *conf_creds_from_json(const json_t *arr, const char *root,
+					struct conf_diag *d);
+/* Frees l and wipes the values it holds. NULL is a no-op. */
+void conf_creds_free(struct conf_creds *l);
 const char *conf_cred_kind_name(enum conf_cred_kind k);
 
 const char *conf_log_level_name(enum conf_log_level l);

@@ -17,7 +17,12 @@
  * Content-Length, Transfer-Encoding, Connection, Upgrade, TE, Trailer,
  * Keep-Alive, Cookie, Proxy-*, pseudo-headers), and values with bytes
  * other than visible ASCII, space and tab, or over CONF_CRED_VALUE_MAX.
- * Messages name the reference, never the value. */
+ * Messages name the reference, never the value.
+ *
+ * A tenant brings credentials of the same shapes with a claim (docs/api.md):
+ * there the secret is the literal string, never resolved, and the entry is
+ * marked `tenant`. A saved layer keeps a tenant entry without its secret
+ * ("tenant": true and a "fingerprint"), which reads back `lost`. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -113,15 +118,45 @@ has_reference(const char *s)
 	return false;
 }
 
-/* The secret at key `key` of ci: from a reference, visible, bounded. */
+/* A tenant's secret: the string as it is, no reference resolved. */
+static bool
+get_literal(struct ctx *x, const struct cy_node *n, const char *s, struct conf_secret *out)
+{
+	if (!n || n->kind != CY_SCALAR || cs_is_null(n) || n->plain) {
+		cs_err_at(x, n, "%s: expected a string", s);
+		return false;
+	}
+	if (conf_cred_value_check(n->str, n->len) < 0) {
+		cs_err_at(x, n, "%s: empty, over %u bytes, or has a byte other than visible ASCII, "
+			  "space and tab (not shown)", s, CONF_CRED_VALUE_MAX);
+		return false;
+	}
+	out->value = conf_arena_strndup(x->a, n->str, n->len);
+	out->len = n->len;
+	out->ref = NULL;
+	out->pos = cs_pos_of(n);
+	return true;
+}
+
+/* The secret at key `key` of ci: from a reference, visible, bounded; a
+ * tenant's literal. A saved tenant entry has none (it is lost). */
 static bool
 get_cred_secret(struct ctx *x, const struct cy_node *ci, const char *key, const char *r,
-		struct conf_secret *out)
+		enum cs_cred_src src, const struct conf_credential *cd, struct conf_secret *out)
 {
 	const struct cy_node *n = cs_map_get(ci, key);
 	char s[PATHSZ];
 
 	cs_pathf(s, r, ".%s", key);
+	if (cd->tenant && src == CS_CRED_SAVED) {
+		if (n) {
+			cs_err_at(x, n, "%s: a tenant's secret is never saved", s);
+			return false;
+		}
+		return true;
+	}
+	if (src == CS_CRED_TENANT)
+		return get_literal(x, n, s, out);
 	if (!cs_get_secret(x, n, s, out))
 		return false;
 	if (!has_reference(out->ref ? out->ref : "")) {
@@ -174,13 +209,40 @@ get_sentinel(struct ctx *x, const struct cy_node *ci, const char *r, struct conf
 }
 
 /* One entry at r into cd. */
+/* A saved tenant entry's fingerprint, as sluice made it. */
+static bool
+get_fingerprint(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_credential *cd)
+{
+	const struct cy_node *n = cs_map_get(ci, "fingerprint");
+	char s[PATHSZ], *fp = NULL;
+
+	cs_pathf(s, r, ".fingerprint");
+	if (!n) {
+		cs_err_at(x, ci, "%s: missing required key 'fingerprint' (a tenant's entry)", r);
+		return false;
+	}
+	if (!cs_get_str(x, n, s, &fp))
+		return false;
+	if (!conf_cred_fingerprint_ok(fp)) {
+		cs_err_at(x, n, "%s: not a fingerprint sluice made", s);
+		return false;
+	}
+	memcpy(cd->fingerprint, fp, CONF_CRED_FP_LEN);
+	return true;
+}
+
 static bool
 load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_credential *cd,
-	 bool saved)
+	 enum cs_cred_src src)
 {
 	static const char *const keys[] = { "name", "kind", "host", "header", "value", "user",
 					    "password", "param", "env", "access_key_id", "secret",
-					    "cleartext", "sentinel", NULL };
+					    "cleartext", "sentinel", "tenant", "fingerprint", NULL };
+	static const char *const conf_keys[] = { "name", "kind", "host", "header", "value",
+						 "user", "password", "param", "env",
+						 "access_key_id", "secret", "cleartext",
+						 "sentinel", NULL };
+	const bool saved = src == CS_CRED_SAVED;
 	static const char *const kinds[] = { "header", "basic", "placeholder", "query", "sigv4",
 					     NULL };
 	/* What each kind needs besides host, and may have. */
@@ -196,12 +258,25 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 	bool ok = true;
 	int v;
 
-	if (!cs_expect_map(x, ci, r, keys)) {
+	if (!cs_expect_map(x, ci, r, saved ? keys : conf_keys)) {
 		if (cs_is_null(ci))
 			cs_err_at(x, ci, "%s: expected a mapping, got nothing", r);
 		return false;
 	}
 	cd->pos = cs_pos_of(ci);
+	cd->tenant = src == CS_CRED_TENANT;
+	if (saved && (n = cs_map_get(ci, "tenant"))) {
+		if (!cs_get_bool(x, n, (cs_pathf(s, r, ".tenant"), s), &cd->tenant))
+			return false;
+	}
+	if (saved && cd->tenant) {
+		if (!get_fingerprint(x, ci, r, cd))
+			return false;
+		cd->lost = true;
+	} else if (saved && (n = cs_map_get(ci, "fingerprint"))) {
+		cs_err_at(x, n, "%s.fingerprint: only a tenant's entry has one", r);
+		return false;
+	}
 	cd->kind = CONF_CRED_HEADER;
 	if ((n = cs_map_get(ci, "kind")) && cs_get_enum(x, n, (cs_pathf(s, r, ".kind"), s), kinds, &v))
 		cd->kind = (enum conf_cred_kind)v;
@@ -212,6 +287,9 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 		ok = false;
 	}
 	for (const char *const *k = need[cd->kind]; *k; k++) {
+		/* (a lost tenant entry has no secret: the second key) */
+		if (cd->lost && k != need[cd->kind])
+			continue;
 		if (!cs_map_get(ci, *k)) {
 			cs_err_at(x, ci, "%s: missing required key '%s'", r, *k);
 			ok = false;
@@ -251,7 +329,7 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 				  r, cd->header);
 			ok = false;
 		}
-		ok &= get_cred_secret(x, ci, "value", r, &cd->value);
+		ok &= get_cred_secret(x, ci, "value", r, src, cd, &cd->value);
 		snprintf(what, sizeof(what), "%s", cd->header ? cd->header : "?");
 		break;
 	case CONF_CRED_BASIC:
@@ -262,7 +340,7 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 			ok = false;
 		}
 		ok &= cd->user != NULL;
-		ok &= get_cred_secret(x, ci, "password", r, &cd->value);
+		ok &= get_cred_secret(x, ci, "password", r, src, cd, &cd->value);
 		snprintf(what, sizeof(what), "authorization");
 		break;
 	case CONF_CRED_PLACEHOLDER:
@@ -273,7 +351,7 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 			ok = false;
 		}
 		ok &= cd->env != NULL;
-		ok &= get_cred_secret(x, ci, "value", r, &cd->value);
+		ok &= get_cred_secret(x, ci, "value", r, src, cd, &cd->value);
 		snprintf(what, sizeof(what), "$%s", cd->env ? cd->env : "?");
 		ok &= get_sentinel(x, ci, r, cd);
 		break;
@@ -287,7 +365,7 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 				ok = false;
 			}
 		}
-		ok &= get_cred_secret(x, ci, "value", r, &cd->value);
+		ok &= get_cred_secret(x, ci, "value", r, src, cd, &cd->value);
 		snprintf(what, sizeof(what), "?%s", cd->param ? cd->param : "?");
 		break;
 	case CONF_CRED_SIGV4:
@@ -305,7 +383,7 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 		} else {
 			ok = false;
 		}
-		ok &= get_cred_secret(x, ci, "secret", r, &cd->value);
+		ok &= get_cred_secret(x, ci, "secret", r, src, cd, &cd->value);
 		snprintf(what, sizeof(what), "sigv4");
 		ok &= get_sentinel(x, ci, r, cd);
 		break;
@@ -364,9 +442,21 @@ conf_cred_sentinel_ok(const char *s)
 	return true;
 }
 
+bool
+conf_cred_fingerprint_ok(const char *s)
+{
+	if (strlen(s) != CONF_CRED_FP_LEN - 1 || strncmp(s, CONF_CRED_FP_PREFIX, 4) != 0 ||
+	    s[20] != ':')
+		return false;
+	for (size_t i = 4; s[i]; i++)
+		if (i != 20 && (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i])))
+			return false;
+	return true;
+}
+
 void
 cs_load_credentials(struct ctx *x, const struct cy_node *cr, const char *q, struct conf_policy *po,
-		    bool saved)
+		    enum cs_cred_src src)
 {
 	size_t k, *item;
 
@@ -381,7 +471,7 @@ cs_load_credentials(struct ctx *x, const struct cy_node *cr, const char *q, stru
 
 		cs_pathf(r, q, "[%zu]", j);
 		item[po->ncredentials] = j;
-		if (load_one(x, cr->items[j], r, &po->credentials[po->ncredentials], saved))
+		if (load_one(x, cr->items[j], r, &po->credentials[po->ncredentials], src))
 			po->ncredentials++;
 	}
 	/* Names are what inject= and the journal say: one each. */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "conf-int.h"
+#include "conf-schema.h"
 #include "conf.h"
 
 /* The file name of the intermediate diagnostics, before rewriting. */
@@ -619,4 +620,67 @@ conf_layer_free(struct conf_layer *l)
 {
 	if (l)
 		conf_arena_free(l->arena);      /* l lives in it too; wipes it all */
+}
+
+/* ---- a tenant's credentials ---- */
+
+struct conf_creds *
+conf_creds_from_json(const json_t *arr, const char *root, struct conf_diag *d)
+{
+	struct jtree t = {0};
+	struct conf_diag tmp;
+	struct conf_creds *l = NULL;
+	struct cy_node *tree;
+
+	if (!arr || !json_is_array(arr)) {
+		conf_diag_add(d, root, 0, 0, "expected an array of credentials, got %s",
+			      json_kind(arr));
+		return NULL;
+	}
+	if (json_array_size(arr) > CONF_TENANT_CREDS_MAX) {
+		conf_diag_add(d, root, 0, 0, "at most %u credentials", CONF_TENANT_CREDS_MAX);
+		return NULL;
+	}
+	conf_diag_init(&tmp);
+	t.a = conf_arena_new();
+	t.d = &tmp;
+	tree = convert(&t, arr, add_path(&t, root), 1);
+	if (tree && !t.failed) {
+		struct conf_arena *a = conf_arena_new();
+		struct conf_policy po = { 0 };
+		struct ctx x = { .a = a, .file = JSON_DIAG_FILE, .d = &tmp,
+				 .paths = (const char *const *)t.paths, .npaths = t.npaths };
+
+		l = conf_arena_alloc(a, sizeof(*l));
+		memset(l, 0, sizeof(*l));
+		l->arena = a;
+		cs_load_credentials(&x, tree, root, &po, CS_CRED_TENANT);
+		l->v = po.credentials;
+		l->n = po.ncredentials;
+		/* Line numbers index paths, gone after the call. */
+		for (size_t i = 0; i < l->n; i++) {
+			memset(&l->v[i].pos, 0, sizeof(l->v[i].pos));
+			memset(&l->v[i].host.pos, 0, sizeof(l->v[i].host.pos));
+			memset(&l->v[i].value.pos, 0, sizeof(l->v[i].value.pos));
+		}
+		if (x.errors)
+			t.soft = true;
+	}
+	conf_diag_sort(&tmp);
+	rewrite(d, &tmp, &t, root);
+	if (!tree || t.failed || t.soft) {
+		conf_creds_free(l);
+		l = NULL;
+	}
+	conf_diag_fini(&tmp);
+	free(t.paths);
+	conf_arena_free(t.a);           /* wipes the tree's copy of the values */
+	return l;
+}
+
+void
+conf_creds_free(struct conf_creds *l)
+{
+	if (l)
+		conf_arena_free(l->arena);
 }

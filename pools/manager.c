@@ -1156,7 +1156,10 @@ restore_event(void *arg, const json_t *ev, uint64_t seq)
 	}
 	if (seq <= r->base)
 		return;                 /* the state file has it */
-	if (strcmp(type, "boot") == 0 || strcmp(type, "claim") == 0) {
+	/* A claim's credentials changed: the event holds the claim whole,
+	 * with its new layer (never a value). */
+	if (strcmp(type, "boot") == 0 || strcmp(type, "claim") == 0 ||
+	    (strcmp(type, "credentials") == 0 && json_object_get(r->live, id))) {
 		json_t *e = json_deep_copy(ev);
 
 		json_object_set_new(e, "id", json_string(id));
@@ -2053,7 +2056,7 @@ pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_view_f
 		rc = -EIO;
 		goto abort;
 	}
-	layer = m->host.layer_new(m->host.arg, c, cp, t, err, errsz);
+	layer = m->host.layer_new(m->host.arg, c, cp, t, req->creds, err, errsz);
 	if (!layer) {
 		rc = -ENOMEM;
 		goto abort;
@@ -2219,6 +2222,136 @@ pool_mgr_by_hand(struct pool_mgr *m, const char *id, pool_hand_fn fn, void *arg,
 	}
 	rc = fn(arg, err, errsz);
 	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+/* The claim's variables with old's placeholders replaced by layer's: the
+ * entries old gave are dropped (the claim's own stay, in order), layer's
+ * appended. The caller holds the claim's use, so s->env holds still. */
+static int
+recreds_env(struct pool_mgr *m, const struct pool_sbx *s, void *old, void *layer, char ***env,
+	    size_t *nenv)
+{
+	char oenv[POOL_LAYER_ENV_MAX][POOL_LAYER_ENV_LEN], lenv[POOL_LAYER_ENV_MAX][POOL_LAYER_ENV_LEN];
+	const char *all[POOL_ENV_MAX + POOL_LAYER_ENV_MAX];
+	size_t on = 0, ln = 0, n = 0;
+
+	if (m->host.layer_env) {
+		on = m->host.layer_env(old, oenv, POOL_LAYER_ENV_MAX);
+		ln = m->host.layer_env(layer, lenv, POOL_LAYER_ENV_MAX);
+	}
+	for (size_t i = 0; i < s->nenv; i++) {
+		bool from_old = false;
+
+		for (size_t k = 0; k < on && !from_old; k++)
+			from_old = strcmp(s->env[i], oenv[k]) == 0;
+		if (!from_old && n < POOL_ENV_MAX)
+			all[n++] = s->env[i];
+	}
+	for (size_t i = 0; i < ln; i++)
+		all[n++] = lenv[i];
+	if (strv_dup(all, n, env) < 0)
+		return -ENOMEM;
+	*nenv = n;
+	return 0;
+}
+
+int
+pool_mgr_set_creds(struct pool_mgr *m, const char *id, const char *tenant, const void *creds,
+		   pool_view_fn cb, void *arg, char *err, size_t errsz)
+{
+	struct pool_claim_view v;
+	struct pool_use u;
+	struct pool_sbx *s;
+	void *old = NULL, *layer = NULL;
+	json_t *saved = NULL;
+	char **env = NULL;
+	size_t nenv = 0;
+	uint64_t seq;
+	int rc;
+
+	if (!m->host.layer_recreds) {
+		snprintf(err, errsz, "this daemon cannot change a claim's credentials");
+		return -EINVAL;
+	}
+	/* The claim's use, as an exec takes it: one change at a time, none
+	 * while a command reads the claim's variables. */
+	rc = pool_mgr_use(m, id, tenant, &u);
+	if (rc == -ENOENT)
+		snprintf(err, errsz, "no sandbox %s", id);
+	else if (rc == -ESTALE)
+		snprintf(err, errsz, "sandbox %s is no longer claimed", id);
+	else if (rc < 0)
+		snprintf(err, errsz, "sandbox %s is busy; try again", id);
+	if (rc < 0)
+		return rc;
+	s = u.s;
+	pthread_mutex_lock(&m->mu);
+	if (s->layer)
+		old = m->host.layer_ref(s->layer);
+	pthread_mutex_unlock(&m->mu);
+	if (!old) {
+		snprintf(err, errsz, "sandbox %s is no longer claimed", id);
+		rc = -ESTALE;
+		goto out;
+	}
+	if (!(layer = m->host.layer_recreds(m->host.arg, old, creds, err, errsz))) {
+		rc = errno == ENOMEM ? -ENOMEM : -EINVAL;
+		goto out;
+	}
+	if (recreds_env(m, s, old, layer, &env, &nenv) < 0 ||
+	    (m->host.layer_save && !(saved = m->host.layer_save(layer)))) {
+		snprintf(err, errsz, "out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* From here new connections of the sandbox are checked against the
+	 * new layer; open ones keep theirs. */
+	if (m->host.unlock(m->host.arg, s->id, layer, err, errsz) < 0) {
+		rc = -EIO;
+		goto out;
+	}
+	pthread_mutex_lock(&m->mu);
+	if (s->state != POOL_S_CLAIMED) {
+		pthread_mutex_unlock(&m->mu);
+		snprintf(err, errsz, "sandbox %s is no longer claimed", id);
+		rc = -ESTALE;
+		goto out;
+	}
+	m->host.layer_unref(s->layer);
+	s->layer = layer;
+	layer = NULL;
+	json_decref(s->layer_saved);
+	s->layer_saved = saved;
+	saved = NULL;
+	strv_free(s->env, s->nenv);
+	s->env = env;
+	s->nenv = nenv;
+	env = NULL;
+	nenv = 0;
+	seq = jrec(m, ev_of(m, "credentials", s, true));
+	pthread_mutex_unlock(&m->mu);
+	rc = jsync(m, seq ? seq : JSEQ_REFUSED);
+	if (rc < 0) {
+		/* The layer holds: undoing it would take the fleet back too, and
+		 * the state file will have it. The tenant hears it all the same. */
+		snprintf(err, errsz, "the journal could not record the change: %s; it holds "
+			 "until sluice restarts", strerror(-rc));
+		rc = -POOL_ERR_JOURNAL;
+		goto out;
+	}
+	pthread_mutex_lock(&m->mu);
+	view_of(s, &v);
+	cb(arg, &v);
+	pthread_mutex_unlock(&m->mu);
+out:
+	if (layer)
+		m->host.layer_unref(layer);
+	if (old)
+		m->host.layer_unref(old);
+	json_decref(saved);
+	strv_free(env, nenv);
+	pool_mgr_put(m, &u);
 	return rc;
 }
 

@@ -102,9 +102,14 @@ struct pool_host {
 	int (*lock)(void *arg, const char *id, char *err, size_t errsz);
 	int (*detach)(void *arg, const char *id, char *err, size_t errsz);
 	/* Layers (opaque to pools): the pool's policy in c narrowed by the
-	 * tenant's egress list (t NULL: none). NULL with err. */
+	 * tenant's egress list (t NULL: none), with the credentials the
+	 * claim brought (creds, pool_claim_req's: opaque, NULL: none). NULL
+	 * with err. */
 	void *(*layer_new)(void *arg, const struct conf *c, const struct conf_pool *p,
-			   const struct conf_tenant *t, char *err, size_t errsz);
+			   const struct conf_tenant *t, const void *creds, char *err, size_t errsz);
+	/* A claimed layer with its tenant's credentials replaced by creds
+	 * (pool_mgr_set_creds()). NULL with err. */
+	void *(*layer_recreds)(void *arg, void *old, const void *creds, char *err, size_t errsz);
 	void *(*layer_ref)(void *layer);
 	void (*layer_unref)(void *layer);
 	const char *(*layer_version)(void *layer);
@@ -178,6 +183,8 @@ struct pool_claim_req {
 	size_t nenv;
 	const char *const *labels;      /* "key=value" */
 	size_t nlabels;
+	const void *creds;              /* the tenant's credentials, for layer_new
+					 * (opaque; NULL: none) */
 };
 
 /* A claim or release whose journal event could not be made durable (the
@@ -240,6 +247,19 @@ int pool_mgr_claim(struct pool_mgr *m, const struct pool_claim_req *req, pool_vi
  * when the sandbox is ended all the same). */
 int pool_mgr_release(struct pool_mgr *m, const char *id, const char *tenant,
 		     enum pool_end *was);
+
+/* Replaces the credentials claim id's tenant brought (tenant NULL: the
+ * operator, any claim) by creds (opaque, for layer_recreds; NULL: none):
+ * the claim's layer is made again (host.layer_recreds), the fleet is given
+ * it (connections already open keep the one they had), the claim's
+ * variables follow its placeholders, and a "credentials" event with the
+ * new layer (never a value) is journaled. cb is called as pool_mgr_get()'s
+ * on success. 0 or -ENOENT (unknown, another tenant's), -ESTALE (the claim
+ * has ended), -EINVAL (the layer could not be made: err says why),
+ * -EIO (the fleet refused it), -POOL_ERR_JOURNAL (the change holds in
+ * memory but the journal could not record it), -ENOMEM. */
+int pool_mgr_set_creds(struct pool_mgr *m, const char *id, const char *tenant, const void *creds,
+		       pool_view_fn cb, void *arg, char *err, size_t errsz);
 
 /* Calls cb for the claim id (tombstones too) if tenant may see it:
  * 0 or -ENOENT. */

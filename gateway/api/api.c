@@ -877,9 +877,14 @@ read_whole(struct gw_api_req *r)
 				goto fail;
 			}
 			cap = cap * 2 > API_MAX_BODY ? API_MAX_BODY : cap * 2;
-			nb = realloc(buf, cap + 1);
+			/* not realloc(): a body may hold a tenant's credentials,
+			 * and the old block must not be left with them */
+			nb = malloc(cap + 1);
 			if (!nb)
 				goto nomem;
+			memcpy(nb, buf, len);
+			explicit_bzero(buf, len);
+			free(buf);
 			buf = nb;
 		}
 		k = body_read(r, buf + len, cap - len);
@@ -940,6 +945,12 @@ gw_api_body_json(struct gw_api_req *r)
 	body = gw_api_body(r, &len);
 	v = json_loadb(body, len, JSON_REJECT_DUPLICATES, &e);
 	if (!v) {
+		/* jansson quotes the text "near" the error: a body may hold a
+		 * secret, so the answer names the place only. */
+		char *near = strstr(e.text, " near '");
+
+		if (near)
+			*near = '\0';
 		gw_api_reply_error(r, 400, "bad-json", "body: %s (line %d, column %d)", e.text,
 		                   e.line, e.column);
 		return NULL;
@@ -1333,6 +1344,8 @@ serve_one(struct api_conn *c)
 
 	free(r.path);
 	free(r.qbuf);
+	if (r.whole)
+		explicit_bzero(r.whole, r.whole_len);   /* (credentials, tokens) */
 	free(r.whole);
 	if (r.keep && !r.io_failed)
 		return true;

@@ -185,9 +185,59 @@ only_keys(const json_t *o, const char *const *keys, size_t n, char *err, size_t 
 }
 
 int
+gw_creds_parse(const json_t *v, const char *root, struct conf_creds **out, char *err, size_t errsz)
+{
+	struct conf_diag d;
+
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	conf_diag_init(&d);
+	*out = conf_creds_from_json(v, root, &d);
+	if (!*out) {
+		size_t more = (d.n > 0 ? d.n - 1 : 0) + d.dropped;
+
+		if (d.n == 0)
+			snprintf(err, errsz, "%s: refused", root);
+		else if (more > 0)
+			snprintf(err, errsz, "%s (and %zu more)", d.lines[0], more);
+		else
+			snprintf(err, errsz, "%s", d.lines[0]);
+	}
+	conf_diag_fini(&d);
+	return *out ? 0 : -EINVAL;
+}
+
+void
+gw_json_wipe(json_t *v)
+{
+	const char *k;
+	json_t *e;
+	size_t i;
+
+	switch (v ? json_typeof(v) : JSON_NULL) {
+	case JSON_STRING:
+		/* (jansson keeps the bytes it was given, NUL-terminated) */
+		explicit_bzero((char *)(uintptr_t)json_string_value(v), json_string_length(v));
+		break;
+	case JSON_ARRAY:
+		json_array_foreach(v, i, e)
+			gw_json_wipe(e);
+		break;
+	case JSON_OBJECT:
+		json_object_foreach(v, k, e)
+			gw_json_wipe(e);
+		break;
+	default:
+		break;
+	}
+}
+
+int
 gw_claim_args_parse(const json_t *body, struct gw_claim_args *out, char *err, size_t errsz)
 {
-	static const char *const keys[] = { "pool", "ttl_seconds", "env", "labels" };
+	static const char *const keys[] = { "pool", "ttl_seconds", "env", "labels",
+					    "credentials" };
 	const json_t *pool, *ttl;
 	int rc;
 
@@ -196,7 +246,7 @@ gw_claim_args_parse(const json_t *body, struct gw_claim_args *out, char *err, si
 		snprintf(err, errsz, "the body must be a JSON object");
 		return -EINVAL;
 	}
-	if ((rc = only_keys(body, keys, 4, err, errsz)) < 0)
+	if ((rc = only_keys(body, keys, 5, err, errsz)) < 0)
 		return rc;
 	pool = json_object_get(body, "pool");
 	if (!json_is_string(pool) || json_string_length(pool) == 0 ||
@@ -235,6 +285,9 @@ gw_claim_args_parse(const json_t *body, struct gw_claim_args *out, char *err, si
 			rc = -EINVAL;
 		}
 	}
+	if (rc == 0)
+		rc = gw_creds_parse(json_object_get(body, "credentials"), "credentials",
+				    &out->creds, err, errsz);
 	if (rc < 0)
 		gw_claim_args_fini(out);
 	return rc;
@@ -243,6 +296,8 @@ gw_claim_args_parse(const json_t *body, struct gw_claim_args *out, char *err, si
 void
 gw_claim_args_fini(struct gw_claim_args *a)
 {
+	conf_creds_free(a->creds);
+	a->creds = NULL;
 	for (size_t i = 0; i < a->nenv; i++)
 		free((char *)(uintptr_t)a->env[i]);
 	for (size_t i = 0; i < a->nlabels; i++)
@@ -458,6 +513,36 @@ layer_json(struct gw_policy *l)
 	return o;
 }
 
+static void
+cred_to_json(void *arg, const struct conf_credential *c, const char *host)
+{
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "name", c->name, "kind",
+			      conf_cred_kind_name(c->kind), "host", host, "source",
+			      c->tenant ? "tenant" : "policy");
+
+	if (!o)
+		return;
+	/* What a tenant must know after a restart: which of its own are
+	 * gone. Never the value; the fingerprint tells values apart. */
+	if (c->tenant) {
+		json_object_set_new(o, "state", json_string(c->lost ? "lost" : "held"));
+		json_object_set_new(o, "fingerprint", json_string(c->fingerprint));
+	}
+	if (c->kind == CONF_CRED_PLACEHOLDER)
+		json_object_set_new(o, "env", json_string(c->env));
+	json_array_append_new(arg, o);
+}
+
+static json_t *
+creds_json(struct gw_policy *l)
+{
+	json_t *a = json_array();
+
+	if (a)
+		gw_policy_each_credential(l, cred_to_json, a);
+	return a ? a : json_null();
+}
+
 static const char *
 env_value(const struct pool_netinfo *n, const char *name)
 {
@@ -501,8 +586,10 @@ claim_json(const struct pool_claim_view *v)
 					     json_string(eq + 1));
 	}
 	json_object_set_new(o, "labels", labels);
-	if (v->layer)
+	if (v->layer) {
 		json_object_set_new(o, "layer", layer_json(v->layer));
+		json_object_set_new(o, "credentials", creds_json(v->layer));
+	}
 	if (v->net->linked) {
 		const char *h = env_value(v->net, "HTTP_PROXY"), *s = env_value(v->net, "HTTPS_PROXY"),
 			   *a = env_value(v->net, "ALL_PROXY");
@@ -549,6 +636,29 @@ tenant_of(const struct gw_api_req_info *i)
 	return NULL;
 }
 
+/* Does a tenant's credential take the name of one of the pool's policy's?
+ * (Names are what inject= and the journal say: one each per layer.) The
+ * pool is looked up in the configuration the request came with; a reload
+ * racing the claim is caught again when the layer compiles. */
+static bool
+creds_clash(const struct conf *c, const char *pool, const struct conf_creds *tc, char *err,
+	    size_t errsz)
+{
+	const struct conf_pool *cp = tc ? conf_pool_find(c, pool) : NULL;
+	const struct conf_policy *po = cp && cp->policy ? conf_policy_find(c, cp->policy) : NULL;
+
+	for (size_t k = 0; po && k < tc->n; k++) {
+		for (size_t j = 0; j < po->ncredentials; j++) {
+			if (strcmp(tc->v[k].name, po->credentials[j].name) == 0) {
+				snprintf(err, errsz, "credentials[%zu].name: '%s' is the name of a "
+					 "credential of policy %s", k, tc->v[k].name, po->name);
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
 static void
 h_claim(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 {
@@ -571,7 +681,12 @@ h_claim(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		gw_api_reply_error(r, 401, "unauthorized", "the tenant is gone");
 		goto out;
 	}
+	if (creds_clash(i->conf, a.pool, a.creds, err, sizeof(err))) {
+		gw_api_reply_error(r, 400, "bad-request", "%s", err);
+		goto out;
+	}
 	req.pool = a.pool;
+	req.creds = a.creds;
 	req.tenant = tenant_of(i);
 	req.ttl_present = a.ttl_present;
 	req.ttl = a.ttl;
@@ -612,6 +727,63 @@ h_claim(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	}
 out:
 	gw_claim_args_fini(&a);
+	gw_json_wipe(json_object_get(body, "credentials"));
+	json_decref(body);
+}
+
+/* PUT /v1/sandboxes/{id}/credentials {"credentials": [...]}: the claim's
+ * tenant credentials are these from now on (an empty list: none). */
+static void
+h_creds(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
+{
+	static const char *const keys[] = { "credentials" };
+	struct gw_apiv1 *v = arg;
+	struct view_ctx x = { .fleet = gw_claims_fleet(v->claims) };
+	struct conf_creds *creds = NULL;
+	const json_t *list;
+	char err[512];
+	json_t *body = gw_api_body_json(r);
+	int rc;
+
+	if (!body)
+		return;
+	list = json_object_get(body, "credentials");
+	if (only_keys(body, keys, 1, err, sizeof(err)) < 0 || !list) {
+		gw_api_reply_error(r, 400, "bad-request", "%s",
+				   list ? err : "credentials: required (a list; [] for none)");
+		goto out;
+	}
+	if (gw_creds_parse(list, "credentials", &creds, err, sizeof(err)) < 0) {
+		gw_api_reply_error(r, 400, "bad-request", "%s", err);
+		goto out;
+	}
+	rc = pool_mgr_set_creds(v->mgr, i->id, i->tenant, creds, one_view, &x, err, sizeof(err));
+	switch (rc) {
+	case 0:
+		gw_api_reply_json(r, 200, x.out);
+		break;
+	case -ENOENT:
+		gw_api_reply_error(r, 404, "not-found", "no sandbox %s", i->id);
+		break;
+	case -ESTALE:
+		gw_api_reply_error(r, 409, "not-claimed", "%s", err);
+		break;
+	case -EBUSY:
+		gw_api_reply_error(r, 409, "busy", "%s", err);
+		break;
+	case -EINVAL:
+		gw_api_reply_error(r, 400, "bad-request", "%s", err);
+		break;
+	case -POOL_ERR_JOURNAL:
+		gw_api_reply_error(r, 503, "journal-unavailable", "%s", err);
+		break;
+	default:
+		gw_api_reply_error(r, 500, "internal", "%s", err);
+		break;
+	}
+out:
+	conf_creds_free(creds);
+	gw_json_wipe(json_object_get(body, "credentials"));
 	json_decref(body);
 }
 
@@ -1565,6 +1737,7 @@ const struct gw_api_route gw_apiv1_routes[] = {
 	{ "GET", "/v1/sandboxes", false, false, h_list },
 	{ "GET", "/v1/sandboxes/{id}", false, false, h_show },
 	{ "DELETE", "/v1/sandboxes/{id}", false, false, h_release },
+	{ "PUT", "/v1/sandboxes/{id}/credentials", false, false, h_creds },
 	{ "POST", "/v1/sandboxes/{id}/exec", false, false, h_exec },
 	{ "GET", "/v1/sandboxes/{id}/files", false, false, h_files_get },
 	{ "PUT", "/v1/sandboxes/{id}/files", false, true, h_files_put },

@@ -43,7 +43,19 @@ struct gw_claim_args {
 	size_t nenv;
 	const char *labels[64];         /* "key=value", malloc'd */
 	size_t nlabels;
+	struct conf_creds *creds;       /* the tenant's credentials; NULL: none */
 };
+
+/* A tenant's credentials at v (a claim's or a PUT's "credentials", JSON
+ * path `root`) into *out (conf_creds_from_json(); NULL when v is absent
+ * or null). 0, or -EINVAL with the first error in err (the path and why,
+ * never a value). */
+int gw_creds_parse(const struct json_t *v, const char *root, struct conf_creds **out, char *err,
+		   size_t errsz);
+
+/* Overwrites every string of v (and below) with zeros: a body that held
+ * credentials is wiped before it is freed. NULL is fine. */
+void gw_json_wipe(struct json_t *v);
 
 /* 0, or -EINVAL with the JSON path and the reason in err. */
 int gw_claim_args_parse(const struct json_t *body, struct gw_claim_args *out, char *err,

@@ -172,16 +172,23 @@ on_detach(void *arg, const char *id, char *err, size_t errsz)
 
 static void *
 on_layer_new(void *arg, const struct conf *c, const struct conf_pool *p,
-	     const struct conf_tenant *t, char *err, size_t errsz)
+	     const struct conf_tenant *t, const void *creds, char *err, size_t errsz)
 {
 	char e2[256];
 	struct gw_policy *l;
 
 	(void)arg;
-	l = gw_policy_layer(c, p->policy, t, e2, sizeof(e2));
+	l = gw_policy_layer(c, p->policy, t, creds, e2, sizeof(e2));
 	if (!l)
 		snprintf(err, errsz, "pool %s: %s", p->name, e2);
 	return l;
+}
+
+static void *
+on_layer_recreds(void *arg, void *old, const void *creds, char *err, size_t errsz)
+{
+	(void)arg;
+	return gw_policy_with_tenant(old, creds, err, errsz);
 }
 
 static const char *
@@ -384,6 +391,7 @@ gw_claims_start(struct conf *c, struct gw_fleet *f, const char *agent_path,
 	h.lock = on_lock;
 	h.detach = on_detach;
 	h.layer_new = on_layer_new;
+	h.layer_recreds = on_layer_recreds;
 	h.layer_ref = on_layer_ref;
 	h.layer_unref = on_layer_unref;
 	h.layer_version = on_layer_version;

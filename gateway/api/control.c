@@ -165,7 +165,7 @@ make_layer(const struct conf *c, const char *policy, const char *tenant, json_t 
 			return NULL;
 		}
 	}
-	l = gw_policy_layer(c, policy, t, e, sizeof(e));
+	l = gw_policy_layer(c, policy, t, NULL, e, sizeof(e));
 	if (!l) {
 		bool missing = errno == ENOENT;
 

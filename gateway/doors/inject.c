@@ -298,6 +298,18 @@ gw_inject_plan(struct gw_h1x *x)
 	c->req.inject[0] = '\0';
 	if (!x->is_connect && !trace)
 		gw_policy_credentials(c->policy, c->req.host, c->req.port, plan_one, &p);
+	/* A tenant's credential that did not survive a restart: the request
+	 * would go without it (or with a sentinel left in) and fail at the
+	 * origin for no reason the guest can see. Say so instead. */
+	for (size_t i = 0; i < x->inj.n; i++) {
+		if (x->inj.c[i]->lost) {
+			gw_h1x_refuse(x, 503, GW_R_CREDENTIAL_LOST,
+				      "credential %s was lost in a restart of sluice: its tenant must "
+				      "supply it again (PUT /v1/sandboxes/{id}/credentials)",
+				      x->inj.c[i]->name);
+			return -1;
+		}
+	}
 	/* Sentinels go in end-to-end header values only: never in the
 	 * request-target (spelled with %XX or not), never in a hop-by-hop
 	 * field (Upgrade is written as it came). */

@@ -21,6 +21,7 @@
 #include <sys/random.h>
 
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "addr.h"
 #include "conf.h"
@@ -701,7 +702,8 @@ static int add_list(struct gw_policy *p, enum pol_kind kind, const struct conf_h
  * might not have). */
 static bool cred_complete(const struct conf_credential *c)
 {
-	if (!c->name || !c->value.value)
+	/* (a lost tenant credential is kept without its value) */
+	if (!c->name || (!c->value.value && !c->lost) || (c->lost && !c->tenant))
 		return false;
 	switch (c->kind) {
 	case CONF_CRED_HEADER:
@@ -717,47 +719,127 @@ static bool cred_complete(const struct conf_credential *c)
 	return false;
 }
 
+/* n random bytes. 0 or -EIO. */
+static int fill_random(unsigned char *r, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t k = getrandom(r + got, n - got, 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -EIO;
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+static void hex(const unsigned char *b, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
 /* CONF_SENTINEL_PREFIX and 128 random bits in lowercase hex. */
 static int make_sentinel(char out[CONF_SENTINEL_LEN])
 {
 	unsigned char r[16];
-	size_t got = 0;
 
-	while (got < sizeof(r)) {
-		ssize_t n = getrandom(r + got, sizeof(r) - got, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -EIO;
-		got += (size_t)n;
-	}
+	if (fill_random(r, sizeof(r)) < 0)
+		return -EIO;
 	memcpy(out, CONF_SENTINEL_PREFIX, 10);
-	for (size_t i = 0; i < sizeof(r); i++)
-		snprintf(out + 10 + 2 * i, 3, "%02x", r[i]);
+	hex(r, sizeof(r), out + 10);
 	return 0;
 }
 
-static int copy_creds(struct gw_policy *p, const struct conf_policy *cp)
+/* A tenant credential's fingerprint (CONF_CRED_FP_LEN): salted, so that the
+ * state file and the journal, which keep it, do not let a guessed value be
+ * checked against every claim at once. The salt of `salt_of` (a
+ * fingerprint) is kept when given: the same value supplied again gives the
+ * same fingerprint, and the layer the same version. */
+static int make_fingerprint(const struct conf_credential *c, const char *salt_of,
+			    char out[CONF_CRED_FP_LEN])
+{
+	unsigned char salt[8], md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	char salthex[17];
+	EVP_MD_CTX *h;
+	int ok;
+
+	if (salt_of && conf_cred_fingerprint_ok(salt_of)) {
+		memcpy(salthex, salt_of + 4, 16);
+		salthex[16] = '\0';
+	} else {
+		if (fill_random(salt, sizeof(salt)) < 0)
+			return -EIO;
+		hex(salt, sizeof(salt), salthex);
+	}
+	if (!(h = EVP_MD_CTX_new()))
+		return -ENOMEM;
+	ok = EVP_DigestInit_ex(h, EVP_sha256(), NULL) && EVP_DigestUpdate(h, salthex, 16) &&
+	     EVP_DigestUpdate(h, c->value.value, c->value.len) && EVP_DigestFinal_ex(h, md, &mdlen);
+	EVP_MD_CTX_free(h);
+	if (!ok || mdlen < 16)
+		return -EIO;
+	memcpy(out, CONF_CRED_FP_PREFIX, 4);
+	memcpy(out + 4, salthex, 16);
+	out[20] = ':';
+	hex(md, 16, out + 21);
+	explicit_bzero(md, sizeof(md));
+	return 0;
+}
+
+/* prev's tenant credential named like c, of its kind, or NULL. */
+static const struct conf_credential *prev_tenant(const struct gw_policy *prev,
+						 const struct conf_credential *c)
+{
+	for (size_t i = 0; prev && i < prev->ncreds; i++) {
+		const struct conf_credential *o = &prev->creds[i];
+
+		if (o->tenant && o->kind == c->kind && strcmp(o->name, c->name) == 0 &&
+		    (c->kind != CONF_CRED_PLACEHOLDER || strcmp(o->env, c->env) == 0))
+			return o;
+	}
+	return NULL;
+}
+
+/* Appends n credentials of v to p->creds (room made by the caller). A
+ * tenant's takes the sentinel and the fingerprint's salt of prev's
+ * credential of the same name, kind (and variable), if any: the guest
+ * keeps the sentinel it was given. */
+static int copy_creds(struct gw_policy *p, const struct conf_credential *v, size_t n,
+		      const struct gw_policy *prev)
 {
 	size_t i;
 	int rc;
 
-	if (cp->ncredentials == 0)
+	if (n == 0)
 		return 0;
-	if (!cp->credentials)
+	if (!v)
 		return -EINVAL;
-	p->creds = calloc(cp->ncredentials, sizeof(*p->creds));
-	if (!p->creds)
-		return -ENOMEM;
-	for (i = 0; i < cp->ncredentials; i++) {
-		const struct conf_credential *src = &cp->credentials[i];
-		struct conf_credential *c = &p->creds[i];
+	for (i = 0; i < n; i++) {
+		const struct conf_credential *src = &v[i];
+		const struct conf_credential *was = src->tenant ? prev_tenant(prev, src) : NULL;
+		struct conf_credential *c = &p->creds[p->ncreds];
+		uint32_t idx = (uint32_t)p->ncreds;
 		struct pol_rule *r;
 
 		if (!cred_complete(src))
 			return -EINVAL;
+		for (size_t k = 0; k < p->ncreds; k++)
+			if (strcmp(p->creds[k].name, src->name) == 0)
+				return -EEXIST;
 		p->ncreds++;    /* from here policy_destroy() frees c */
+		c->tenant = src->tenant;
+		c->lost = src->lost;
+		memcpy(c->fingerprint, src->fingerprint, sizeof(c->fingerprint));
 		c->pos = src->pos;
 		c->kind = src->kind;
 		c->cleartext = src->cleartext;
@@ -780,6 +862,8 @@ static int copy_creds(struct gw_policy *p, const struct conf_policy *cp)
 		if (c->kind == CONF_CRED_PLACEHOLDER || c->kind == CONF_CRED_SIGV4) {
 			if (src->sentinel[0])
 				memcpy(c->sentinel, src->sentinel, sizeof(c->sentinel));
+			else if (was && was->sentinel[0])
+				memcpy(c->sentinel, was->sentinel, sizeof(c->sentinel));
 			else if (make_sentinel(c->sentinel) < 0)
 				return -EIO;
 		}
@@ -791,8 +875,11 @@ static int copy_creds(struct gw_policy *p, const struct conf_policy *cp)
 			(void)mlock(c->value.value, src->value.len + 1);
 			memcpy(c->value.value, src->value.value, src->value.len);
 			c->value.value[src->value.len] = '\0';
+			if (c->tenant && !c->fingerprint[0] &&
+			    make_fingerprint(c, was ? was->fingerprint : NULL, c->fingerprint) < 0)
+				return -EIO;
 		}
-		rc = add_rule(p, PK_CRED, &src->host, (uint32_t)i);
+		rc = add_rule(p, PK_CRED, &src->host, idx);
 		if (rc < 0)
 			return rc;
 		r = &p->rules[p->nrules - 1];
@@ -929,7 +1016,9 @@ static int compute_version(struct gw_policy *p)
 
 		if (r->kind == PK_CRED) {
 			const struct conf_credential *c = &p->creds[r->cred];
-			const char *ref = c->value.ref ? c->value.ref : "";
+			/* a tenant's value has no reference: its fingerprint
+			 * stands for it */
+			const char *ref = c->tenant ? c->fingerprint : c->value.ref ? c->value.ref : "";
 			char sb[320];
 			char *hdr = strdup(cred_slot(c, sb, sizeof(sb)));
 
@@ -943,7 +1032,8 @@ static int compute_version(struct gw_policy *p)
 			/* (the sentinel is each claim's own: not a rule) */
 			rc = strv_add(&s, fmt("C %d %u %zu:%s %zu:%s %zu:%s %d %d %zu:%s %zu:%s",
 					      r->wildcard, (unsigned)r->port, r->keylen, r->key,
-					      strlen(hdr), hdr, strlen(ref), ref, (int)c->kind,
+					      strlen(hdr), hdr, strlen(ref), ref,
+					      (int)c->kind + (c->tenant ? 100 : 0),
 					      (int)c->cleartext, strlen(c->name), c->name,
 					      c->user ? strlen(c->user) : 0, c->user ? c->user : ""));
 			free(hdr);
@@ -974,17 +1064,22 @@ static int compute_version(struct gw_policy *p)
 	return rc;
 }
 
-struct gw_policy *gw_policy_new(const struct conf_policy *cp, const struct conf_hostpats *narrow)
+/* gw_policy_new() with a tenant's credentials after the policy's, and
+ * prev, a layer whose tenant credentials lend their sentinels and salts
+ * to the same-named ones (NULL: none). */
+static struct gw_policy *policy_new(const struct conf_policy *cp, const struct conf_hostpats *narrow,
+				    const struct conf_credential *tv, size_t tn,
+				    const struct gw_policy *prev)
 {
 	struct gw_policy *p;
 	size_t total;
 	int rc;
 
-	if (!cp) {
+	if (!cp || tn > CONF_TENANT_CREDS_MAX) {
 		errno = EINVAL;
 		return NULL;
 	}
-	total = cp->allow.n + cp->deny.n + cp->intercept.n + cp->ncredentials +
+	total = cp->allow.n + cp->deny.n + cp->intercept.n + cp->ncredentials + tn +
 		(narrow ? narrow->n : 0);
 	if (total > UINT32_MAX / 4) {
 		errno = EINVAL;
@@ -1024,8 +1119,13 @@ struct gw_policy *gw_policy_new(const struct conf_policy *cp, const struct conf_
 		rc = add_list(p, PK_ALLOW, &cp->allow);
 	if (rc == 0)
 		rc = add_list(p, PK_INTERCEPT, &cp->intercept);
+	if (rc == 0 && cp->ncredentials + tn > 0 &&
+	    !(p->creds = calloc(cp->ncredentials + tn, sizeof(*p->creds))))
+		rc = -ENOMEM;
 	if (rc == 0)
-		rc = copy_creds(p, cp);
+		rc = copy_creds(p, cp->credentials, cp->ncredentials, prev);
+	if (rc == 0)
+		rc = copy_creds(p, tv, tn, prev);
 	if (rc == 0)
 		rc = add_list(p, PK_NARROW, narrow);
 	if (rc == 0)
@@ -1041,9 +1141,22 @@ out:
 	return p;
 }
 
+struct gw_policy *gw_policy_new(const struct conf_policy *cp, const struct conf_hostpats *narrow)
+{
+	return policy_new(cp, narrow, NULL, 0, NULL);
+}
+
+/* The reason a layer did not compile, in words. */
+static const char *compile_error(int e)
+{
+	return e == EINVAL ? "a host pattern does not normalise"
+	       : e == EEXIST ? "two credentials have one name"
+			     : strerror(e);
+}
+
 struct gw_policy *
-gw_policy_layer(const struct conf *c, const char *policy, const struct conf_tenant *t, char *err,
-		size_t errsz)
+gw_policy_layer(const struct conf *c, const char *policy, const struct conf_tenant *t,
+		const struct conf_creds *tc, char *err, size_t errsz)
 {
 	const struct conf_policy *cp = policy ? conf_policy_find(c, policy) : NULL;
 	struct gw_policy *l;
@@ -1056,16 +1169,103 @@ gw_policy_layer(const struct conf *c, const char *policy, const struct conf_tena
 	/* The rule: the policy, narrowed by the tenant's egress list when the
 	 * tenant has one (an empty list allows nothing); no tenant or no
 	 * list, no narrowing. */
-	l = gw_policy_new(cp, t && t->has_egress ? &t->egress : NULL);
+	l = policy_new(cp, t && t->has_egress ? &t->egress : NULL, tc ? tc->v : NULL,
+		       tc ? tc->n : 0, NULL);
 	if (!l) {
 		int e = errno;
 
 		snprintf(err, errsz, "cannot compile policy %s%s%s: %s", cp->name,
-			 t ? " for tenant " : "", t ? t->name : "",
-			 e == EINVAL ? "a host pattern does not normalise" : strerror(e));
+			 t ? " for tenant " : "", t ? t->name : "", compile_error(e));
 		errno = e;
 	}
 	return l;
+}
+
+/* A rule's host pattern again, as conf/ gives them (IPv6 in brackets:
+ * the key is the normalised address). */
+static int rule_pat(const struct pol_rule *r, struct conf_hostpat *out)
+{
+	out->wildcard = r->wildcard;
+	out->port = r->port;
+	out->pos = r->pos;
+	if (strchr(r->key, ':'))
+		return asprintf(&out->host, "[%s]", r->key) < 0 ? -ENOMEM : 0;
+	out->host = strdup(r->key);
+	return out->host ? 0 : -ENOMEM;
+}
+
+struct gw_policy *
+gw_policy_with_tenant(const struct gw_policy *old, const struct conf_creds *tc, char *err,
+		      size_t errsz)
+{
+	struct conf_policy cp = { 0 };
+	struct conf_hostpats lists[PK_NARROW + 1] = { { 0 } };
+	struct conf_credential *pc = NULL;
+	struct gw_policy *l = NULL;
+	int e = ENOMEM;
+
+	/* The policy's part of old as conf/ would give it: its rules and its
+	 * own credentials, values included (old holds them), so that a change
+	 * of the configuration since the claim changes nothing here. */
+	for (size_t k = 0; k <= PK_NARROW; k++)
+		if (!(lists[k].v = calloc(old->nrules + 1, sizeof(*lists[k].v))))
+			goto out;
+	if (!(pc = calloc(old->ncreds + 1, sizeof(*pc))))
+		goto out;
+	for (size_t i = 0; i < old->nrules; i++) {
+		const struct pol_rule *r = &old->rules[i];
+		struct conf_hostpat hp;
+
+		if (rule_pat(r, &hp) < 0)
+			goto out;
+		if (r->kind == PK_CRED) {
+			const struct conf_credential *c = &old->creds[r->cred];
+
+			free(hp.host);
+			if (c->tenant)
+				continue;
+			pc[cp.ncredentials] = *c;
+			if (rule_pat(r, &pc[cp.ncredentials].host) < 0)
+				goto out;
+			cp.ncredentials++;
+		} else {
+			lists[r->kind].v[lists[r->kind].n++] = hp;
+		}
+	}
+	cp.name = old->name;
+	cp.mode = old->mode;
+	cp.allow = lists[PK_ALLOW];
+	cp.deny = lists[PK_DENY];
+	cp.intercept = lists[PK_INTERCEPT];
+	cp.credentials = pc;
+	cp.allow_private = old->allow_private;
+	l = policy_new(&cp, old->has_narrow ? &lists[PK_NARROW] : NULL, tc ? tc->v : NULL,
+		       tc ? tc->n : 0, old);
+	e = errno;
+out:
+	if (!l)
+		snprintf(err, errsz, "cannot compile the layer again: %s", compile_error(e));
+	for (size_t k = 0; k <= PK_NARROW; k++) {
+		for (size_t i = 0; i < lists[k].n; i++)
+			free(lists[k].v[i].host);
+		free(lists[k].v);
+	}
+	for (size_t i = 0; pc && i < cp.ncredentials; i++)
+		free(pc[i].host.host);
+	free(pc);
+	if (!l)
+		errno = e;
+	return l;
+}
+
+void
+gw_policy_each_credential(const struct gw_policy *p,
+			  void (*fn)(void *arg, const struct conf_credential *c, const char *host),
+			  void *arg)
+{
+	for (size_t i = 0; i < p->nrules; i++)
+		if (p->rules[i].kind == PK_CRED)
+			fn(arg, &p->creds[p->rules[i].cred], p->rules[i].text);
 }
 
 void
@@ -1102,8 +1302,10 @@ static int save_cred(json_t *arr, const struct pol_rule *r, const struct conf_cr
 {
 	json_t *o;
 
-	/* the reference, never the value: no reference, nothing to save */
-	if (!c->value.ref || !r->text || !c->name)
+	/* the reference, never the value: no reference, nothing to save; a
+	 * tenant's value has none and is never saved, its fingerprint is */
+	if ((!c->tenant && !c->value.ref) || (c->tenant && !c->fingerprint[0]) || !r->text ||
+	    !c->name)
 		return -EINVAL;
 	o = json_pack("{s:s, s:s, s:s}", "name", c->name, "kind", conf_cred_kind_name(c->kind),
 		      "host", r->text);
@@ -1114,10 +1316,12 @@ static int save_cred(json_t *arr, const struct pol_rule *r, const struct conf_cr
 					    json_string(c->user)) < 0) ||
 	    (c->param && json_object_set_new(o, "param", json_string(c->param)) < 0) ||
 	    (c->env && json_object_set_new(o, "env", json_string(c->env)) < 0) ||
-	    json_object_set_new(o, c->kind == CONF_CRED_BASIC   ? "password"
-				   : c->kind == CONF_CRED_SIGV4 ? "secret"
-								: "value",
-				json_string(c->value.ref)) < 0 ||
+	    (!c->tenant && json_object_set_new(o, c->kind == CONF_CRED_BASIC   ? "password"
+						  : c->kind == CONF_CRED_SIGV4 ? "secret"
+									       : "value",
+					       json_string(c->value.ref)) < 0) ||
+	    (c->tenant && (json_object_set_new(o, "tenant", json_true()) < 0 ||
+			   json_object_set_new(o, "fingerprint", json_string(c->fingerprint)) < 0)) ||
 	    (c->cleartext && json_object_set_new(o, "cleartext", json_true()) < 0) ||
 	    (c->sentinel[0] && json_object_set_new(o, "sentinel", json_string(c->sentinel)) < 0)) {
 		json_decref(o);
@@ -1227,8 +1431,7 @@ struct gw_policy *gw_policy_load(const json_t *saved, char *err, size_t errsz)
 	p = gw_policy_new(l->policy, l->has_narrow ? &l->narrow : NULL);
 	if (!p) {
 		e = errno;
-		snprintf(err, errsz, "layer: cannot compile: %s",
-			 e == EINVAL ? "a host pattern does not normalise" : strerror(e));
+		snprintf(err, errsz, "layer: cannot compile: %s", compile_error(e));
 	}
 	conf_layer_free(l);
 out:

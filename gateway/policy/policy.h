@@ -56,13 +56,37 @@ struct gw_policy *gw_policy_new(const struct conf_policy *p,
 
 /* The layer a claim, or a sandbox unlocked by hand on the control socket,
  * is checked against: the policy named `policy` in c, narrowed by tenant
- * t's egress list when t has one (t NULL: the operator's, no narrowing).
- * The one place that rule is written; every caller uses it. Borrows c
- * and t for the call. Returns the layer with one reference, or NULL with
- * one line in err and errno ENOENT (no policy of that name), EINVAL or
- * ENOMEM (gw_policy_new()). */
+ * t's egress list when t has one (t NULL: the operator's, no narrowing),
+ * with the credentials the claim's tenant brought (tc, NULL: none) after
+ * the policy's. The one place that rule is written; every caller uses it.
+ * Borrows c, t and tc for the call (the layer copies the values). Returns
+ * the layer with one reference, or NULL with one line in err and errno
+ * ENOENT (no policy of that name), EINVAL or ENOMEM (gw_policy_new()),
+ * EEXIST (a tenant's credential is named like one of the policy's). */
 struct gw_policy *gw_policy_layer(const struct conf *c, const char *policy,
-				  const struct conf_tenant *t, char *err, size_t errsz);
+				  const struct conf_tenant *t, const struct conf_creds *tc,
+				  char *err, size_t errsz);
+
+/* A claim's layer with its tenant's credentials replaced by tc (NULL or
+ * empty: none): old's rules and policy credentials as they were compiled
+ * (a reload since changes nothing), old's tenant credentials gone. A
+ * credential of tc named like one of old's tenant credentials (same kind,
+ * same variable) keeps its sentinel, so the guest's variable stays good,
+ * and its fingerprint's salt, so the same value gives the same
+ * fingerprint and the layer the same version. Returns the new layer with
+ * one reference, or NULL with one line in err and errno as
+ * gw_policy_layer(). Borrows old and tc. */
+struct gw_policy *gw_policy_with_tenant(const struct gw_policy *old, const struct conf_creds *tc,
+					char *err, size_t errsz);
+
+/* Calls fn for each credential of the layer in compile order (the
+ * policy's, then the tenant's), with its host pattern as a rule's text.
+ * For showing a layer: fn may read name, kind, tenant, lost and
+ * fingerprint; it must never show value. */
+void gw_policy_each_credential(const struct gw_policy *p,
+			       void (*fn)(void *arg, const struct conf_credential *c,
+					  const char *host),
+			       void *arg);
 
 /* Takes a reference; returns p. */
 struct gw_policy *gw_policy_ref(struct gw_policy *p);
@@ -159,7 +183,9 @@ const struct conf_cidrs *gw_policy_allow_private(const struct gw_policy *p);
  * to the same rule ("[2001:db8::1]:443"). A credential's value is its
  * reference text as written ("Bearer ${env:TOKEN}"), never the resolved
  * value; a credential written literally in the configuration is its own
- * reference, so that text is saved as it is. Returns a new reference, or
+ * reference, so that text is saved as it is. A tenant's credential has no
+ * reference: it is saved without its value, as "tenant": true and its
+ * "fingerprint", and gw_policy_load() reads it back lost. Returns a new reference, or
  * NULL with errno ENOMEM, or EINVAL (p NULL, or a credential without
  * reference text: one not made by conf/). Borrows p. */
 struct json_t *gw_policy_save(const struct gw_policy *p);

@@ -51,6 +51,7 @@
 	X(CLIENT_TLS_FAILED, "client-tls-failed") /* the guest's TLS failed */ \
 	X(SNI_ADDRESS_MISMATCH, "sni-address-mismatch") /* literal not SNI's */\
 	X(CREDENTIAL_SCOPE, "credential-scope") /* a sentinel out of scope */ \
+	X(CREDENTIAL_LOST, "credential-lost") /* a tenant's, gone in a restart */\
 	X(INTERNAL, "internal-error")
 
 enum gw_reason {

@@ -63,11 +63,17 @@ AWS_AKID=AKIAE2EREALKEY000001
 AWS_SECRET="e2e-aws-secret-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export SL_E2E_AWS_SECRET=$AWS_SECRET
 printf '%s' "$AWS_SECRET" >"$E2E_TMP/awssecret"
+# A tenant's own credential, brought with a claim (never in the daemon's
+# configuration or environment): the origin's /tenant says whether the one
+# X-Tenant-Key it got is it.
+TKEY="tenant-canary-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+printf '%s' "$TKEY" >"$E2E_TMP/tkey"
 cat > "$E2E_TMP/tls.py" <<'PY'
 import base64, http.server, os, socketserver, ssl, sys
 TOKEN = open(sys.argv[3]).read()
 REPO = sys.argv[4]
 AWS = ("AKIAE2EREALKEY000001", open(sys.argv[5]).read())
+TKEY = open(sys.argv[6]).read()
 def sigv4_ok(h, method, path):
     # botocore, an implementation independent of sluice's, signs what
     # arrived with the real keys; the signature must be the one sent.
@@ -109,6 +115,10 @@ class H(http.server.BaseHTTPRequestHandler):
                 sys.stderr.write("tls origin: sigv4 check failed: %r\n" % e)
                 ok = False
             return self.reply(200, b"sigv4 ok\n" if ok else b"sigv4 bad\n")
+        if self.path.startswith("/tenant"):
+            got = self.headers.get_all("X-Tenant-Key") or []
+            return self.reply(200, b"tenant none\n" if not got else
+                              b"tenant ok\n" if got == [TKEY] else b"tenant bad\n")
         if self.path.startswith("/whoami"):
             return self.reply(200, b"token ok\n" if self.authorized() else b"token bad\n")
         if self.path.startswith("/repo.git/"):
@@ -136,7 +146,8 @@ s.serve_forever()
 PY
 # Not through I: $! must be the server itself, for lib.sh's trap.
 ip netns exec "$inet" "$PY" "$E2E_TMP/tls.py" "$E2E_TMP/tls.crt" "$E2E_TMP/tls.key" \
-	"$E2E_TMP/ghtoken" "$E2E_TMP/repo.git" "$E2E_TMP/awssecret" >"$E2E_TMP/tls.log" 2>&1 &
+	"$E2E_TMP/ghtoken" "$E2E_TMP/repo.git" "$E2E_TMP/awssecret" "$E2E_TMP/tkey" \
+	>"$E2E_TMP/tls.log" 2>&1 &
 track $!
 wait_for "$E2E_TMP/tls.log" ready || { fail "the TLS origin starts"; finish; }
 
@@ -214,9 +225,16 @@ check "GET /v1/info names the pool's backend" eval '[ "$(info_pool p backend)" =
 claim unix "" '{"pool":"p","env":{"FOO":"bar"}}'
 A=$ID A_ADDR=$ADDR
 check "a warm claim: 201, tier warm" eval 'status 201 && is "d[\"tier\"]" warm'
-claim unix "" '{"pool":"p"}'
+# The second claim brings its tenant's own credential (issue 19).
+TCRED='{"name":"tk","host":"icpt.origin.test","header":"X-Tenant-Key","value":"'$TKEY'"}'
+claim unix "" '{"pool":"p","credentials":['"$TCRED"']}'
 B2=$ID B2_ADDR=$ADDR
-check "a second claim: 201" status 201
+check "a second claim, with a tenant credential: 201" status 201
+# tcred FIELD: the claim answer's tenant credential tk's field.
+tcred() { j '[c for c in d["credentials"] if c["name"] == "tk"][0]["'"$1"'"]'; }
+check "... the answer lists it (source tenant, held, a fingerprint), never its value" \
+	eval '[ "$(tcred source)" = tenant ] && [ "$(tcred state)" = held ] && [[ $(tcred fingerprint) == fp1:* ]] && [[ $B != *"$TKEY"* ]]'
+TFP=$(tcred fingerprint)
 
 # --- exec -----------------------------------------------------------------------
 x "$A" '{"argv":["sh","-c","echo out; echo err >&2; exit 3"]}'
@@ -422,6 +440,21 @@ check "... a credential-violation line naming the sandbox" \
 xsh "$A" 'curl -sS -o /dev/null -w "%{http_code}" -m 30 -H "Authorization: Bearer sluice-ph-00000000000000000000000000000000" https://icpt.origin.test/whoami'
 check "credentials: a sentinel that is not the claim's own (another claim's): 403" out_is 403
 
+# A tenant's credential: on its own claim's requests, no other's.
+xsh "$B2" 'curl -sS -m 30 https://icpt.origin.test/tenant'
+check "credentials: the claim's tenant credential reaches the origin (X-Tenant-Key, the real value)" \
+	out_is "tenant ok"
+xsh "$A" 'curl -sS -m 30 https://icpt.origin.test/tenant'
+check "... and not another claim's requests (proven to reach the origin: 'tenant none')" \
+	out_is "tenant none"
+for bad in '{"name":"t2","host":"icpt.origin.test","header":"Host","value":"x"}' \
+	'{"name":"t3","host":"icpt.origin.test","header":"X-K","value":"'"$TKEY"'\r\nX-Evil: 1"}' \
+	'{"name":"gh-git","host":"icpt.origin.test","header":"X-K","value":"'"$TKEY"'"}'; do
+	claim unix "" '{"pool":"p","credentials":['"$bad"']}'
+	check "credentials: a claim whose credential is refused ($(j 'd["error"]["message"]' | cut -c1-70)...): 400, the value not echoed" \
+		eval 'status 400 && [[ $B != *"$TKEY"* ]]'
+done
+
 # SigV4: the guest signs an S3 GET with the placeholder keys it was given
 # (a small signer of its own: no SDK in every template); the origin checks
 # the signature with botocore and the real keys.
@@ -478,7 +511,24 @@ for sig in TERM KILL; do
 	check "the pool is warm again" wait_warm p 1 120
 	xsh "$A" 'curl -sS -m 30 "https://x-access-token:$GITHUB_TOKEN@icpt.origin.test/whoami"'
 	check "after SIG$sig the claim's sentinel still stands for the token" out_is "token ok"
+	# A tenant's value was in memory only: gone, and said so.
+	op GET "/v1/sandboxes/$B2"
+	check "after SIG$sig the tenant credential is reported lost (same fingerprint)" \
+		eval 'status 200 && [ "$(tcred state)" = lost ] && [ "$(tcred fingerprint)" = "$TFP" ]'
+	xsh "$B2" 'curl -sS -D - -o /dev/null -m 30 https://icpt.origin.test/tenant'
+	check "... a request that needs it: 503 credential-lost, not sent without it" \
+		eval '[[ $(j "d[\"stdout\"]") == *" 503 "* && $(j "d[\"stdout\"]") == *"Sluice-Reason: credential-lost"* ]]'
+	op PUT "/v1/sandboxes/$B2/credentials" "${JS[@]}" '{"credentials":['"$TCRED"']}'
+	check "... PUT /v1/sandboxes/{id}/credentials supplies it again: 200, held, the same fingerprint" \
+		eval 'status 200 && [ "$(tcred state)" = held ] && [ "$(tcred fingerprint)" = "$TFP" ] && [[ $B != *"$TKEY"* ]]'
+	xsh "$B2" 'curl -sS -m 30 https://icpt.origin.test/tenant'
+	check "... and the origin gets it again" out_is "tenant ok"
 done
+op PUT "/v1/sandboxes/$B2/credentials" "${JS[@]}" '{"credentials":[]}'
+check "PUT credentials [] takes the tenant's credential away: 200, none listed" \
+	eval 'status 200 && [ "$(j "len([c for c in d[\"credentials\"] if c[\"source\"] == \"tenant\"])")" = 0 ]'
+xsh "$B2" 'curl -sS -m 30 https://icpt.origin.test/tenant'
+check "... and its requests go without it" out_is "tenant none"
 claim unix "" '{"pool":"p"}'
 C=$ID C_ADDR=$ADDR
 check "a claim after the restart: 201" status 201
@@ -507,7 +557,8 @@ done
 # The canary: the token, nor its base64, nor the Basic pair's, anywhere the
 # daemon writes (the log, the access log, the journal, the state file).
 leaks=
-for v in "$GHTOKEN" "$AWS_SECRET" "$(printf '%s' "$GHTOKEN" | base64 -w0)" \
+for v in "$GHTOKEN" "$AWS_SECRET" "$TKEY" "$(printf '%s' "$TKEY" | base64 -w0)" \
+	"$(printf '%s' "$GHTOKEN" | base64 -w0)" \
 	"$(printf 'x-access-token:%s' "$GHTOKEN" | base64 -w0)"; do
 	for f in "$LOG" $(find "$E2E_TMP/data" -type f -not -path '*/templates/*' 2>/dev/null); do
 		grep -qaF -- "$v" "$f" && leaks+=" $f"

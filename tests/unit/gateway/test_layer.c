@@ -588,7 +588,7 @@ static void test_round_trip(void **state)
 		for (t = 0; t <= c->ntenants; t++) {
 			const struct conf_tenant *tn = t ? &c->tenants[t - 1] : NULL;
 			char what[64], e[256], *text, *again;
-			struct gw_policy *a = gw_policy_layer(c, policies[i], tn, e, sizeof(e)), *b;
+			struct gw_policy *a = gw_policy_layer(c, policies[i], tn, NULL, e, sizeof(e)), *b;
 
 			assert_non_null(a);
 			snprintf(what, sizeof(what), "%s/%s", policies[i], tn ? tn->name : "-");
@@ -699,34 +699,210 @@ static void test_layer_rule(void **state)
 
 	(void)state;
 	errno = 0;
-	assert_null(gw_policy_layer(c, "absent", narrow, e, sizeof(e)));
+	assert_null(gw_policy_layer(c, "absent", narrow, NULL, e, sizeof(e)));
 	assert_int_equal(errno, ENOENT);
 	assert_string_equal(e, "no policy named \"absent\"");
-	assert_null(gw_policy_layer(c, NULL, NULL, e, sizeof(e)));
+	assert_null(gw_policy_layer(c, NULL, NULL, NULL, e, sizeof(e)));
 	assert_int_equal(errno, ENOENT);
 
-	none = gw_policy_layer(c, "strict", NULL, e, sizeof(e));
+	none = gw_policy_layer(c, "strict", NULL, NULL, e, sizeof(e));
 	assert_non_null(none);
 	/* the setup: strict (enforced) allows a.example.org:443 */
 	assert_int_equal(gw_policy_check(none, "a.example.org", 443, &d), 0);
 	assert_int_equal(gw_policy_check(none, "api.example.com", 8443, &d), -EACCES);
-	l = gw_policy_layer(c, "strict", open, e, sizeof(e));
+	l = gw_policy_layer(c, "strict", open, NULL, e, sizeof(e));
 	assert_string_equal(gw_policy_version(l), gw_policy_version(none));
 	gw_policy_unref(l);
 	/* narrow's list is part of the layer; it names api.example.com:8443,
 	 * which the policy still refuses (the list narrows, never widens) */
-	l = gw_policy_layer(c, "strict", narrow, e, sizeof(e));
+	l = gw_policy_layer(c, "strict", narrow, NULL, e, sizeof(e));
 	assert_string_not_equal(gw_policy_version(l), gw_policy_version(none));
 	assert_int_equal(gw_policy_check(l, "a.example.org", 443, &d), 0);
 	assert_int_equal(gw_policy_check(l, "api.example.com", 8443, &d), -EACCES);
 	assert_false(d.by_tenant);
 	gw_policy_unref(l);
-	l = gw_policy_layer(c, "strict", nothing, e, sizeof(e));
+	l = gw_policy_layer(c, "strict", nothing, NULL, e, sizeof(e));
 	assert_int_equal(gw_policy_check(l, "a.example.org", 443, &d), -EACCES);
 	assert_true(d.by_tenant);
 	gw_policy_unref(l);
 	gw_policy_unref(none);
 	conf_unref(c);
+}
+
+static struct conf_creds *tenant_creds(const char *json)
+{
+	struct conf_diag d;
+	struct conf_creds *tc;
+	json_t *v = json_loads(json, 0, NULL);
+
+	assert_non_null(v);
+	conf_diag_init(&d);
+	tc = conf_creds_from_json(v, "credentials", &d);
+	if (!tc)
+		fail_msg("refused: %s", d.n ? d.lines[0] : "?");
+	conf_diag_fini(&d);
+	json_decref(v);
+	return tc;
+}
+
+struct tstate {
+	char state[8], fp[CONF_CRED_FP_LEN], sentinel[CONF_SENTINEL_LEN];
+	size_t tenant, policy;
+};
+
+static void tenant_seen(void *arg, const struct conf_credential *c, const char *host)
+{
+	struct tstate *t = arg;
+
+	(void)host;
+	if (!c->tenant) {
+		t->policy++;
+		return;
+	}
+	t->tenant++;
+	snprintf(t->state, sizeof(t->state), "%s", c->lost ? "lost" : "held");
+	snprintf(t->fp, sizeof(t->fp), "%s", c->fingerprint);
+	snprintf(t->sentinel, sizeof(t->sentinel), "%s", c->sentinel);
+}
+
+static struct tstate tenant_state(const struct gw_policy *l)
+{
+	struct tstate t = { "", "", "", 0, 0 };
+
+	gw_policy_each_credential(l, tenant_seen, &t);
+	return t;
+}
+
+/* A tenant's credentials: compiled after the policy's, saved without the
+ * value (a fingerprint instead), read back lost, supplied again with the
+ * same fingerprint and version; a value that differs changes both; a name
+ * the policy has is refused; literal values are never resolved. */
+static void test_tenant_creds(void **state)
+{
+	struct conf *c = load_conf();
+	const char *one = "[{\"name\": \"tk\", \"kind\": \"placeholder\", "
+			  "\"host\": \"api.example.org\", \"env\": \"TK\", "
+			  "\"value\": \"tenant-secret-1\"}]";
+	const char *two = "[{\"name\": \"tk\", \"kind\": \"placeholder\", "
+			  "\"host\": \"api.example.org\", \"env\": \"TK\", "
+			  "\"value\": \"tenant-secret-2\"}]";
+	struct conf_creds *tc = tenant_creds(one), *tc2 = tenant_creds(two), *lit, *clash;
+	struct gw_policy *l, *loaded, *again, *other, *none;
+	struct tstate t0, t1, t2, t3;
+	char e[256], *text;
+	json_t *saved;
+
+	(void)state;
+	l = gw_policy_layer(c, "strict", NULL, tc, e, sizeof(e));
+	assert_non_null(l);
+	t0 = tenant_state(l);
+	assert_int_equal(t0.tenant, 1);
+	assert_int_equal(t0.policy, 1);
+	assert_string_equal(t0.state, "held");
+	assert_true(conf_cred_fingerprint_ok(t0.fp));
+	assert_true(conf_cred_sentinel_ok(t0.sentinel));
+	/* saved: the fingerprint, never the value */
+	saved = gw_policy_save(l);
+	text = json_dumps(saved, 0);
+	assert_null(strstr(text, "tenant-secret-1"));
+	assert_non_null(strstr(text, t0.fp));
+	assert_non_null(strstr(text, "\"tenant\": true"));
+	free(text);
+	/* read back: lost, the same sentinel, fingerprint and version */
+	loaded = gw_policy_load(saved, e, sizeof(e));
+	if (!loaded)
+		fail_msg("load: %s", e);
+	t1 = tenant_state(loaded);
+	assert_string_equal(t1.state, "lost");
+	assert_string_equal(t1.fp, t0.fp);
+	assert_string_equal(t1.sentinel, t0.sentinel);
+	assert_string_equal(gw_policy_version(loaded), gw_policy_version(l));
+	/* supplied again: held, and still the same */
+	again = gw_policy_with_tenant(loaded, tc, e, sizeof(e));
+	if (!again)
+		fail_msg("with_tenant: %s", e);
+	t2 = tenant_state(again);
+	assert_string_equal(t2.state, "held");
+	assert_string_equal(t2.fp, t0.fp);
+	assert_string_equal(t2.sentinel, t0.sentinel);
+	assert_int_equal(t2.policy, 1);
+	assert_string_equal(gw_policy_version(again), gw_policy_version(l));
+	/* another value: another fingerprint and version, the same sentinel */
+	other = gw_policy_with_tenant(again, tc2, e, sizeof(e));
+	assert_non_null(other);
+	t3 = tenant_state(other);
+	assert_string_not_equal(t3.fp, t0.fp);
+	assert_string_equal(t3.sentinel, t0.sentinel);
+	assert_string_not_equal(gw_policy_version(other), gw_policy_version(l));
+	/* none: the policy's own remain */
+	none = gw_policy_with_tenant(other, NULL, e, sizeof(e));
+	assert_non_null(none);
+	t3 = tenant_state(none);
+	assert_int_equal(t3.tenant, 0);
+	assert_int_equal(t3.policy, 1);
+	gw_policy_unref(none);
+	/* a literal is never resolved */
+	lit = tenant_creds("[{\"host\": \"a.example.org\", \"header\": \"X-K\", "
+			   "\"value\": \"${env:SL_TEST_LAYER_TOKEN}\"}]");
+	assert_int_equal(lit->v[0].value.len, strlen("${env:SL_TEST_LAYER_TOKEN}"));
+	assert_memory_equal(lit->v[0].value.value, "${env:SL_TEST_LAYER_TOKEN}", lit->v[0].value.len);
+	assert_true(lit->v[0].tenant);
+	conf_creds_free(lit);
+	/* a name of the policy's: refused */
+	clash = tenant_creds("[{\"name\": \"ph\", "
+			     "\"host\": \"a.example.org\", \"header\": \"X-K\", \"value\": \"v\"}]");
+	errno = 0;
+	assert_null(gw_policy_layer(c, "full", NULL, clash, e, sizeof(e)));
+	assert_int_equal(errno, EEXIST);
+	conf_creds_free(clash);
+	json_decref(saved);
+	gw_policy_unref(other);
+	gw_policy_unref(again);
+	gw_policy_unref(loaded);
+	gw_policy_unref(l);
+	conf_creds_free(tc2);
+	conf_creds_free(tc);
+	conf_unref(c);
+}
+
+/* What a tenant may not bring, each refused with its path and never its
+ * value. */
+static void test_tenant_creds_refused(void **state)
+{
+	static const char *const bad[][2] = {
+		{ "{}", "credentials: expected an array" },
+		{ "[{\"host\": \"a.b\", \"header\": \"Host\", \"value\": \"SECRETV\"}]",
+		  "credentials[0].header: Host frames" },
+		{ "[{\"host\": \"a.b\", \"header\": \"X\", \"value\": \"SECRETV\\r\\nX: y\"}]",
+		  "credentials[0].value: empty, over" },
+		{ "[{\"host\": \"a.b\", \"header\": \"X\", \"value\": 5}]",
+		  "credentials[0].value: expected a string" },
+		{ "[{\"host\": \"a.b\", \"header\": \"X\", \"value\": \"SECRETV\", "
+		  "\"sentinel\": \"sluice-ph-00000000000000000000000000000000\"}]",
+		  "credentials[0].sentinel: made by sluice" },
+		{ "[{\"host\": \"a.b\", \"header\": \"X\", \"value\": \"SECRETV\", "
+		  "\"tenant\": true}]", "credentials[0]" },
+		{ "[{\"host\": \"a.b\", \"header\": \"X\", \"value\": \"SECRETV\"}, "
+		  "{\"host\": \"a.b\", \"header\": \"X\", \"value\": \"SECRETV\"}]",
+		  "credentials[1]: a second credential named" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct conf_diag d;
+		json_t *v = json_loads(bad[i][0], 0, NULL);
+		struct conf_creds *tc;
+
+		assert_non_null(v);
+		conf_diag_init(&d);
+		tc = conf_creds_from_json(v, "credentials", &d);
+		if (tc || d.n == 0 || strncmp(d.lines[0], bad[i][1], strlen(bad[i][1])) != 0)
+			fail_msg("case %zu: %s", i, d.n ? d.lines[0] : "(accepted)");
+		for (size_t k = 0; k < d.n; k++)
+			assert_null(strstr(d.lines[k], "SECRETV"));
+		conf_diag_fini(&d);
+		json_decref(v);
+	}
 }
 
 /* Spot checks that the probes mean something: the table is not all refusals. */
@@ -893,6 +1069,8 @@ int main(void)
 		cmocka_unit_test(test_round_trip_decides),
 		cmocka_unit_test(test_sentinels_saved),
 		cmocka_unit_test(test_layer_rule),
+		cmocka_unit_test(test_tenant_creds),
+		cmocka_unit_test(test_tenant_creds_refused),
 		cmocka_unit_test(test_values_resolved_at_load),
 		cmocka_unit_test(test_config_changed),
 	};
