@@ -550,6 +550,11 @@ for id in "$A" "$B2" "$C"; do
 		eval '[ -n "$ifn" ] && ip -n "$FLEET" link show dev "$ifn" >/dev/null'
 	op DELETE "/v1/sandboxes/$id"
 	check "release $id" is 'd["result"]' released
+	if [ "$id" = "$B2" ]; then
+		op GET "/v1/sandboxes/$id"
+		check "... its tombstone keeps no layer and no credential (the tenant's ended with the claim)" \
+			eval 'is "d[\"state\"]" released && is "\"credentials\" in d or \"layer\" in d" false'
+	fi
 	check "its cgroups are gone" test -z "$(cg_dirs "$id")"
 	check "its link is gone, from the fleet's namespace that is still there" \
 		eval '[ -n "$ifn" ] && ! ip -n "$FLEET" link show dev "$ifn" >/dev/null 2>&1 && [ -e "/run/netns/$FLEET" ]'
