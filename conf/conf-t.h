@@ -161,6 +161,13 @@ struct conf_lane {
 	uint16_t door_forward;          /* 0: none */
 	uint16_t door_socks;
 	uint16_t door_intercept;
+	/* The DNS door (UDP and TCP) on the gateway address: 53 unless
+	 * doors.dns says otherwise; 0 on a lane without doors. */
+	uint16_t door_dns;
+	/* The name door: guest TCP to a synthetic address the DNS door gave
+	 * (any port) is sent here; doors.names, else the first of 3130..3139
+	 * no other door of the lane has. 0 on a lane without doors. */
+	uint16_t door_names;
 	bool transparent;
 	struct conf_pos pos;
 };

@@ -34,6 +34,9 @@
 	X(DNS_FAILED, "dns-failed")                                           \
 	X(DNS_NXDOMAIN, "dns-nxdomain")                                       \
 	X(DNS_TIMEOUT, "dns-timeout")                                         \
+	X(DNS_TYPE, "dns-type")                 /* DNS door: not A or AAAA */ \
+	X(DNS_NAMES_FULL, "dns-names-full")     /* DNS door: every name held */\
+	X(UNKNOWN_NAME_ADDRESS, "unknown-name-address") /* name door: no name */\
 	X(CONNECT_FAILED, "connect-failed")     /* refused, unreachable */    \
 	X(CONNECT_TIMEOUT, "connect-timeout")                                 \
 	X(UPSTREAM_RESET, "upstream-reset")                                   \

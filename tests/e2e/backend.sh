@@ -172,7 +172,7 @@ lanes:
     doors: { forward: 3128 }
 policies:
   - name: web
-    allow: ["origin.test", "icpt.origin.test"]
+    allow: ["origin.test", "icpt.origin.test", "origin.test:8081"]
     intercept: ["icpt.origin.test"]
     allow_private: [10.99.0.0/24]
     credentials:
@@ -488,6 +488,101 @@ check "credentials: an S3 GET the guest signed with placeholder keys: the origin
 	eval 'out_is "sigv4 ok" || { j "d[\"stderr\"]" >&2; grep sigv4 "$E2E_TMP/tls.log" >&2; false; }'
 check "... its line says inject=s3" logged "host=icpt\.origin\.test .*status=200 .* inject=s3$" ||
 	sed 's/^/    /' "$E2E_TMP/tls.log" | tail -5 >&2
+
+# --- guest DNS (issue 21) ------------------------------------------------------
+# The lane's DNS door answers from the claim's layer and never asks
+# upstream: net.sh's dnsmasq logs every query it gets (--log-queries).
+cat >"$E2E_TMP/dnsq.py" <<'PY'
+import random, socket, struct, sys
+name, qtype = sys.argv[1], {"A": 1, "AAAA": 28, "TXT": 16}[sys.argv[2]]
+q = struct.pack(">HHHHHH", random.getrandbits(16), 0x0100, 1, 0, 0, 0)
+q += b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0"
+q += struct.pack(">HH", qtype, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+s.sendto(q, (sys.argv[3], 53))
+r = s.recv(2048)
+print("rcode=%d answers=%d" % (r[3] & 15, struct.unpack(">H", r[6:8])[0]))
+PY
+op PUT "/v1/sandboxes/$A/files?path=/tmp/dnsq.py" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$E2E_TMP/dnsq.py"
+GWA=10.88.1.1   # the egress lane's gateway (10.88.1.0/24)
+x "$A" '{"argv":["cat","/etc/resolv.conf"]}'
+check "dns: the guest's resolv.conf names its lane's DNS door ($GWA)" \
+	eval '[[ $(j "d[\"stdout\"]") == *"nameserver $GWA"* ]]'
+check "dns: (the stub upstream logs queries: it saw the gateway's own for icpt.origin.test)" \
+	grep -q 'query\[A\] icpt\.origin\.test from' "$E2E_TMP/dnsmasq.log"
+mark
+QBEFORE=$(wc -l <"$E2E_TMP/dnsmasq.log")
+xsh "$A" 'getent hosts icpt.origin.test'
+SYN=$(j 'd["stdout"].split()[0] if d["stdout"].split() else ""')
+check "dns: getent hosts of an allowed name: an address of the synthetic range ($SYN)" \
+	eval '[[ $SYN =~ ^198\.1[89]\.[0-9]+\.[0-9]+$ ]]'
+xsh "$A" 'python3 -c "import socket; print(socket.getaddrinfo(\"icpt.origin.test\", 443, socket.AF_INET)[0][4][0])"'
+check "dns: python3 getaddrinfo gets the same address" out_is "$SYN"
+check "... an access line: door=dns method=A host=icpt.origin.test decision=allow, the address given" \
+	logged "access door=dns client=$A .*method=A host=icpt\.origin\.test port=0 decision=allow reason=none upstream=$SYN status=0 "
+xsh "$A" 'getent hosts evil.test; echo "rc=$?"'
+check "dns: a name the layer refuses: not found (getent 2)" out_is "rc=2"
+check "... NXDOMAIN, its access line says why" \
+	logged "access door=dns client=$A .*host=evil\.test port=0 decision=deny reason=not-allowed upstream=- status=3 "
+LONG=$(head -c 30 /dev/urandom | od -An -tx1 | tr -d ' \n')
+xsh "$A" "python3 /tmp/dnsq.py $LONG.icpt.origin.test A $GWA; python3 /tmp/dnsq.py icpt.origin.test TXT $GWA; python3 /tmp/dnsq.py icpt.origin.test AAAA $GWA"
+check "dns: a long random label under an allowed name: NXDOMAIN; TXT: REFUSED; AAAA: no data" \
+	eval '[ "$(j "d[\"stdout\"]")" = "$(printf "rcode=3 answers=0\nrcode=5 answers=0\nrcode=0 answers=0")" ]'
+check "... and not one of those queries reached the stub upstream" \
+	eval '! tail -n "+$((QBEFORE + 1))" "$E2E_TMP/dnsmasq.log" | grep -E "query\[.*(evil\.test|$LONG|TXT|AAAA)" >&2'
+
+# --- name-routed egress (issue 21) ------------------------------------------------
+# Without any proxy variable: the name resolves to a synthetic address,
+# which the lane sends to its name door.
+NOPROXY='unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy;'
+mark
+xsh "$A" "$NOPROXY curl -sS -m 30 http://origin.test/"
+check "names: curl http://origin.test/ with no proxy variable (DNS, then port 80 by name)" \
+	out_is "hello from origin"
+xsh "$A" "$NOPROXY curl -sS -m 30 https://icpt.origin.test/"
+check "names: curl https://icpt.origin.test/ with no proxy variable (443 by name, intercepted)" \
+	out_is "hello over tls"
+xsh "$A" "$NOPROXY node -e 'fetch(\"http://origin.test/\").then(r => r.text()).then(t => process.stdout.write(t))'"
+check "names: node fetch() with no proxy variable" \
+	eval 'out_is "hello from origin" || { j "d[\"stderr\"]" >&2; false; }'
+cat >"$E2E_TMP/tcpget.py" <<'PY'
+import socket, sys
+try:
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+    s.sendall(b"GET / HTTP/1.0\r\nHost: origin.test\r\n\r\n")
+    data = s.recv(4096)
+    print("got " + data.split(b"\r\n")[0].decode() if data else "closed")
+except ConnectionResetError:
+    print("reset")
+except OSError as e:
+    print("error %s" % e)
+PY
+op PUT "/v1/sandboxes/$A/files?path=/tmp/tcpget.py" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$E2E_TMP/tcpget.py"
+xsh "$A" 'python3 /tmp/tcpget.py origin.test 8081'
+check "names: TCP to an allowed name:port (origin.test:8081, neither 80 nor 443) is relayed" \
+	out_is "got HTTP/1.1 200 OK"
+check "... its access line: door=names host=origin.test port=8081 allowed, mode=tunnel" \
+	logged "access door=names client=$A .*method=TCP host=origin\.test port=8081 decision=allow "
+xsh "$A" 'python3 /tmp/tcpget.py origin.test 8082'
+check "names: a port the layer does not allow (origin.test:8082): reset at once" out_is "reset"
+check "... its access line says not-allowed" \
+	logged "access door=names client=$A .*host=origin\.test port=8082 decision=deny reason=not-allowed "
+xsh "$A" 'python3 /tmp/tcpget.py 198.19.255.254 8081'
+check "names: a synthetic address that stands for no name: reset" out_is "reset"
+check "... unknown-name-address" \
+	logged "access door=names client=$A .*host=198\.19\.255\.254 port=8081 decision=deny reason=unknown-name-address "
+# Another claim's table is its own: A's address for origin.test means
+# nothing to B2 unless B2 asked for the name too.
+xsh "$A" 'getent hosts origin.test'
+ASYN=$(j 'd["stdout"].split()[0] if d["stdout"].split() else ""')
+op PUT "/v1/sandboxes/$B2/files?path=/tmp/tcpget.py" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$E2E_TMP/tcpget.py"
+xsh "$B2" "python3 /tmp/tcpget.py $ASYN 8081"
+check "names: another claim connecting to A's synthetic address for origin.test ($ASYN): reset" \
+	eval '[[ $ASYN == 198.1* ]] && out_is reset'
 
 # --- restarts: sandboxes outlive the daemon and are adopted again ---------------
 # A clean stop (SIGTERM leaves them running), then a crash (SIGKILL).

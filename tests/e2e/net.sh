@@ -15,7 +15,8 @@
 # (10.99.1.5); meta.test (169.254.169.254); loop.test (127.0.0.1);
 # mixed.test (10.99.0.10 and 10.99.1.5); slowbox.test (10.99.0.20);
 # slow.test (never answered); anything else NXDOMAIN. Port 81 of
-# 10.99.0.10 drops SYNs.
+# 10.99.0.10 drops SYNs; nginx also serves 8081 (a port that is neither
+# 80 nor 443).
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
@@ -107,6 +108,7 @@ http {
 	server {
 		listen 80;
 		listen 81;
+		listen 8081;
 		listen [fd99::10]:80;
 		server_name _;
 		root $WWW;
@@ -131,7 +133,7 @@ ip netns exec "$inet" nginx -e "$E2E_TMP/nginx-error.log" -c "$E2E_TMP/nginx.con
 track $!
 
 ip netns exec "$inet" dnsmasq --conf-file=/dev/null --no-resolv --no-hosts --no-daemon --user=root \
-	--listen-address=10.99.0.53 --bind-interfaces --local=/test/ \
+	--listen-address=10.99.0.53 --bind-interfaces --local=/test/ --log-queries \
 	--host-record=origin.test,10.99.0.10 \
 	--host-record=blocked.origin.test,10.99.0.10 \
 	--host-record=icpt.origin.test,10.99.0.10 \
