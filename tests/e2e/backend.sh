@@ -514,16 +514,21 @@ check "dns: (the stub upstream logs queries: it saw the gateway's own for icpt.o
 	grep -q 'query\[A\] icpt\.origin\.test from' "$E2E_TMP/dnsmasq.log"
 mark
 QBEFORE=$(wc -l <"$E2E_TMP/dnsmasq.log")
-xsh "$A" 'getent hosts icpt.origin.test'
-SYN=$(j 'd["stdout"].split()[0] if d["stdout"].split() else ""')
-check "dns: getent hosts of an allowed name: an address of the synthetic range ($SYN)" \
+# resolve NAME: the libc resolver's answer (getent where the guest has it;
+# the vm guest's userland has python3 but no getent).
+resolve() { xsh "$1" "python3 -c 'import socket,sys
+try: print(socket.gethostbyname(sys.argv[1]))
+except socket.gaierror as e: print(\"not found\")' $2"; }
+resolve "$A" icpt.origin.test
+SYN=$(j 'd["stdout"].strip()')
+check "dns: the libc resolver (gethostbyname) gets an allowed name an address of the synthetic range ($SYN)" \
 	eval '[[ $SYN =~ ^198\.1[89]\.[0-9]+\.[0-9]+$ ]]'
 xsh "$A" 'python3 -c "import socket; print(socket.getaddrinfo(\"icpt.origin.test\", 443, socket.AF_INET)[0][4][0])"'
 check "dns: python3 getaddrinfo gets the same address" out_is "$SYN"
 check "... an access line: door=dns method=A host=icpt.origin.test decision=allow, the address given" \
 	logged "access door=dns client=$A .*method=A host=icpt\.origin\.test port=0 decision=allow reason=none upstream=$SYN status=0 "
-xsh "$A" 'getent hosts evil.test; echo "rc=$?"'
-check "dns: a name the layer refuses: not found (getent 2)" out_is "rc=2"
+resolve "$A" evil.test
+check "dns: a name the layer refuses: not found" out_is "not found"
 check "... NXDOMAIN, its access line says why" \
 	logged "access door=dns client=$A .*host=evil\.test port=0 decision=deny reason=not-allowed upstream=- status=3 "
 LONG=$(head -c 30 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -544,9 +549,11 @@ check "names: curl http://origin.test/ with no proxy variable (DNS, then port 80
 xsh "$A" "$NOPROXY curl -sS -m 30 https://icpt.origin.test/"
 check "names: curl https://icpt.origin.test/ with no proxy variable (443 by name, intercepted)" \
 	out_is "hello over tls"
-xsh "$A" "$NOPROXY node -e 'fetch(\"http://origin.test/\").then(r => r.text()).then(t => process.stdout.write(t))'"
-check "names: node fetch() with no proxy variable" \
-	eval 'out_is "hello from origin" || { j "d[\"stderr\"]" >&2; false; }'
+if [ "$BACKEND" = ns ]; then     # (the vm guest's userland has no node)
+	xsh "$A" "$NOPROXY node -e 'fetch(\"http://origin.test/\").then(r => r.text()).then(t => process.stdout.write(t))'"
+	check "names: node fetch() with no proxy variable" \
+		eval 'out_is "hello from origin" || { j "d[\"stderr\"]" >&2; false; }'
+fi
 cat >"$E2E_TMP/tcpget.py" <<'PY'
 import socket, sys
 try:
@@ -576,8 +583,8 @@ check "... unknown-name-address" \
 	logged "access door=names client=$A .*host=198\.19\.255\.254 port=8081 decision=deny reason=unknown-name-address "
 # Another claim's table is its own: A's address for origin.test means
 # nothing to B2 unless B2 asked for the name too.
-xsh "$A" 'getent hosts origin.test'
-ASYN=$(j 'd["stdout"].split()[0] if d["stdout"].split() else ""')
+resolve "$A" origin.test
+ASYN=$(j 'd["stdout"].strip()')
 op PUT "/v1/sandboxes/$B2/files?path=/tmp/tcpget.py" -H 'Content-Type: application/octet-stream' \
 	--data-binary "@$E2E_TMP/tcpget.py"
 xsh "$B2" "python3 /tmp/tcpget.py $ASYN 8081"
