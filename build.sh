@@ -16,7 +16,8 @@ PKGS_TEST="curl wget git python3 iproute2 procps nftables nginx-light openssl ut
 # Only ./build.sh bench installs these: the proxies sluice is compared with.
 # squid-openssl is squid built with TLS (ssl-bump, security_file_certgen);
 # it replaces the squid package (they conflict) and serves forward.sh too.
-PKGS_BENCH="wrk tinyproxy squid-openssl microsocks dante-server mitmproxy privoxy"
+# dnsperf loads the DNS door (bench/dns.sh).
+PKGS_BENCH="wrk tinyproxy squid-openssl microsocks dante-server mitmproxy privoxy dnsperf"
 
 say() { printf '==> %s\n' "$*"; }
 
