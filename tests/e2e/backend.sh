@@ -13,6 +13,9 @@
 # (icpt.origin.test, a python TLS origin started here) through CONNECT on
 # the door, the leaf is sluice's and the inner GET has its access line;
 # curl trusting only the host's system bundle refuses that leaf (60).
+# With no proxy variable (issue 21), names resolve through the lane's DNS
+# door and curl, node, python and ssh (to an sshd started here on
+# ssh.test:22) reach them through the name door.
 # Then the daemon is stopped and started again: the claimed sandbox must
 # be re-adopted and keep its files, and the warm ones must come back.
 # Everything ends with the test.
@@ -151,6 +154,41 @@ ip netns exec "$inet" "$PY" "$E2E_TMP/tls.py" "$E2E_TMP/tls.crt" "$E2E_TMP/tls.k
 track $!
 wait_for "$E2E_TMP/tls.log" ready || { fail "the TLS origin starts"; finish; }
 
+# --- an sshd for the name door's byte tunnel (issue 21) -----------------------
+# 10.99.0.10:22 and :2222 in inet (ssh.test in net.sh's dnsmasq), its own
+# host key and one authorized key, both made here; root's commands run in
+# inet. The policy allows ssh.test:22 only: 2222 is the refused port,
+# served too so that a reset there is the door's, not a missing listener's.
+mkdir -p "$E2E_TMP/ssh"
+ssh-keygen -q -t ed25519 -N '' -C e2e-host -f "$E2E_TMP/ssh/host_key"
+ssh-keygen -q -t ed25519 -N '' -C e2e-guest -f "$E2E_TMP/ssh/id_guest"
+cp "$E2E_TMP/ssh/id_guest.pub" "$E2E_TMP/ssh/authorized_keys"
+cat >"$E2E_TMP/ssh/sshd_config" <<SSHD
+ListenAddress 10.99.0.10:22
+ListenAddress 10.99.0.10:2222
+HostKey $E2E_TMP/ssh/host_key
+AuthorizedKeysFile $E2E_TMP/ssh/authorized_keys
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile none
+UseDNS no
+SSHD
+# Privilege separation's empty directory (as the host's sshd service makes it).
+[ -d /run/sshd ] || install -d -m 0755 /run/sshd
+ip netns exec "$inet" /usr/sbin/sshd -D -e -f "$E2E_TMP/ssh/sshd_config" 2>"$E2E_TMP/sshd.log" &
+track $!
+wait_for "$E2E_TMP/sshd.log" "Server listening on 10\.99\.0\.10 port 2222" ||
+	{ fail "the test sshd starts"; finish; }
+# host_ssh PORT: the guest's key from inet itself, without sluice.
+host_ssh() {
+	I ssh -i "$E2E_TMP/ssh/id_guest" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+		-o BatchMode=yes -o ConnectTimeout=10 -p "$1" root@10.99.0.10 echo ssh-ok 2>>"$E2E_TMP/ssh/host.err"
+}
+
 cat > "$E2E_TMP/sluice.yaml" <<YAML
 daemon:
   data_dir: $E2E_TMP/data
@@ -172,7 +210,7 @@ lanes:
     doors: { forward: 3128 }
 policies:
   - name: web
-    allow: ["origin.test", "icpt.origin.test", "origin.test:8081"]
+    allow: ["origin.test", "icpt.origin.test", "origin.test:8081", "ssh.test:22"]
     intercept: ["icpt.origin.test"]
     allow_private: [10.99.0.0/24]
     credentials:
@@ -590,6 +628,27 @@ op PUT "/v1/sandboxes/$B2/files?path=/tmp/tcpget.py" -H 'Content-Type: applicati
 xsh "$B2" "python3 /tmp/tcpget.py $ASYN 8081"
 check "names: another claim connecting to A's synthetic address for origin.test ($ASYN): reset" \
 	eval '[[ $ASYN == 198.1* ]] && out_is reset'
+# ssh to an allowed name:22 from a guest with no proxy variable: DNS, then
+# the name door's byte tunnel to the test sshd. The key and the sshd are
+# shown to work without sluice first, on both ports.
+check "names: (the test sshd takes the guest's key on 22 and on 2222, from inet itself)" \
+	eval '[ "$(host_ssh 22)" = ssh-ok ] && [ "$(host_ssh 2222)" = ssh-ok ] || { cat "$E2E_TMP/ssh/host.err" >&2; false; }'
+op PUT "/v1/sandboxes/$A/files?path=/tmp/id_guest&mode=0600" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$E2E_TMP/ssh/id_guest"
+check "files: the ssh key into the guest, mode 0600 (201)" status 201
+SSHO='-i /tmp/id_guest -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o ConnectTimeout=20'
+mark
+xsh "$A" "$NOPROXY ssh $SSHO -p 22 root@ssh.test echo ssh-ok"
+check "names: ssh -p 22 root@ssh.test with no proxy variable (an allowed name:22, a byte tunnel)" \
+	eval 'out_is ssh-ok || { j "d[\"stderr\"]" >&2; false; }'
+check "... its access line: door=names host=ssh.test port=22 decision=allow" \
+	logged "access door=names client=$A .*method=TCP host=ssh\.test port=22 decision=allow "
+mark
+xsh "$A" "$NOPROXY ssh $SSHO -p 2222 root@ssh.test echo ssh-ok; echo rc=\$?"
+check "names: ssh to the same name on a port the layer does not allow (2222): reset, ssh fails (255)" \
+	eval '[ "$(j "d[\"stdout\"]")" = rc=255 ] && [[ $(j "d[\"stderr\"]") == *"reset"* ]] || { echo "    ${B:0:400}" >&2; false; }'
+check "... its access line says not-allowed" \
+	logged "access door=names client=$A .*method=TCP host=ssh\.test port=2222 decision=deny reason=not-allowed "
 
 # --- restarts: sandboxes outlive the daemon and are adopted again ---------------
 # A clean stop (SIGTERM leaves them running), then a crash (SIGKILL).
