@@ -62,8 +62,8 @@ struct conf_credential;
 
 /* The credentials the request under way gets (inject.h): planned before
  * the dial, applied when its head is rebuilt for an origin reached over
- * sluice's own verified TLS (or in the clear, for those that say so). */
-#define GW_INJECT_MAX 8
+ * sluice's own verified TLS (or in the clear, for those that say so); at
+ * most GW_INJECT_MAX (conn-t.h). */
 struct gw_inject {
 	const struct conf_credential *c[GW_INJECT_MAX];
 	size_t n;

@@ -295,7 +295,7 @@ gw_inject_plan(struct gw_h1x *x)
 
 	free(x->inj.authz);
 	memset(&x->inj, 0, sizeof(x->inj));
-	c->req.inject[0] = '\0';
+	c->req.ninject = 0;
 	if (!x->is_connect && !trace)
 		gw_policy_credentials(c->policy, c->req.host, c->req.port, plan_one, &p);
 	/* A tenant's credential that did not survive a restart: the request
@@ -401,36 +401,18 @@ strips(const struct gw_h1x *x, const struct gw_h1_header *h)
 	return false;
 }
 
-/* Is name an item of the ','-separated list? (Names have no ','.) */
-static bool
-listed(const char *list, const char *name)
-{
-	size_t nl = strlen(name);
-
-	for (const char *p = list; *p;) {
-		size_t il = strcspn(p, ",");
-
-		if (il == nl && memcmp(p, name, nl) == 0)
-			return true;
-		p += il + (p[il] == ',');
-	}
-	return false;
-}
-
-/* Marks c as used in this request's inject= list. */
+/* Marks cr as used in this request's inject= list, once. (Every credential
+ * noted is one of the plan's, GW_INJECT_MAX at most: the list has room.) */
 static void
 note(struct gw_h1x *x, const struct conf_credential *cr)
 {
-	struct gw_conn *c = &x->base;
-	size_t l = strlen(c->req.inject), nl = strlen(cr->name);
+	struct gw_conn_req *r = &x->base.req;
 
-	if (listed(c->req.inject, cr->name))
-		return;
-	if (l + nl + 2 > sizeof(c->req.inject))
-		return;
-	if (l)
-		c->req.inject[l++] = ',';
-	memcpy(c->req.inject + l, cr->name, nl + 1);
+	for (unsigned i = 0; i < r->ninject; i++)
+		if (r->inject[i] == cr)
+			return;
+	if (r->ninject < GW_INJECT_MAX)
+		r->inject[r->ninject++] = cr;
 }
 
 static void

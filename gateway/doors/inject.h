@@ -42,8 +42,8 @@ int gw_inject_target(const struct gw_h1x *x, const char *target, size_t tlen, ch
  * sentinels replaced, or as it is. */
 void gw_inject_header(struct gw_h1x *x, struct gw_h1_writer *wr, const struct gw_h1_header *h);
 
-/* Writes the planned header and Basic credentials, and notes in the
- * access line (c->req.inject) the names of those that did something. */
+/* Writes the planned header and Basic credentials, and notes for the
+ * access line (c->req.inject) those that did something. */
 void gw_inject_finish(struct gw_h1x *x, struct gw_h1_writer *wr);
 
 #endif

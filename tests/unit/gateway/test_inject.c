@@ -27,7 +27,9 @@
 
 #include "../sl_test.h"
 
+#include "access.h"
 #include "conf.h"
+#include "conn.h"
 #include "doors_harness.h"
 #include "exchange-t.h"
 #include "fwd.h"
@@ -376,7 +378,7 @@ struct built {
 	int rc;                 /* gw_h1x_build_request() */
 	char head[20000];
 	size_t len;
-	char inject[160];
+	char inject[GW_CONN_INJECT_MAX];
 };
 
 /* Plans and rebuilds `req` as the exchange would for host:port (the
@@ -411,7 +413,7 @@ build(const struct gw_policy *p, const char *host, uint16_t port, bool tls, cons
 		/* a head with a credential in it is wiped when freed */
 		assert_true(x->up.hsecret == (x->inj.n > 0 || x->inj.sentinels));
 	}
-	snprintf(out->inject, sizeof(out->inject), "%s", x->base.req.inject);
+	gw_conn_req_inject(&x->base.req, out->inject, sizeof(out->inject));
 	gw_half_free(&x->up);
 	gw_half_free(&x->down);
 	free(x);
@@ -647,6 +649,52 @@ test_inject_names(void **state)
 	gw_policy_free(p);
 }
 
+/* inject= holds every name a request can get: GW_INJECT_MAX credentials
+ * whose names sluice made from a long host pattern and a long header
+ * name (each over 300 bytes), none dropped, none cut; and the access
+ * line carries the whole list, in text and in JSON. */
+static void
+test_inject_names_all(void **state)
+{
+	char host[260], entries[16384], want[GW_CONN_INJECT_MAX], req[512], line[GW_ACCESS_LINE_MAX];
+	size_t o = 0, w = 0;
+	struct gw_policy *p;
+	struct built b;
+	struct gw_access a = { .door = "forward", .decision = "allow" };
+
+	(void)state;
+	/* four labels of 61 and ".test": 254 bytes, the longest host */
+	for (int i = 0; i < 4; i++)
+		o += (size_t)snprintf(host + o, sizeof(host) - o, "%.61s.",
+				      "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh");
+	snprintf(host + o, sizeof(host) - o, "test");
+	assert_int_equal(strlen(host), 252);
+	o = 0;
+	for (int i = 0; i < GW_INJECT_MAX; i++) {
+		o += (size_t)snprintf(entries + o, sizeof(entries) - o,
+				      "      - { host: %s, header: X-%d-%.60s, value: \"${env:SL_INJ_KEY}\" }\n",
+				      host, i, "Long-Header-Name-Long-Header-Name-Long-Header-Name-Long-H");
+		w += (size_t)snprintf(want + w, sizeof(want) - w, "%s%s/x-%d-%.60s", i ? "," : "", host,
+				      i, "long-header-name-long-header-name-long-header-name-long-h");
+	}
+	assert_true(strlen(want) > 8 * 300);
+	p = layer(entries);
+	snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", host);
+	build(p, host, 443, true, req, &b);
+	assert_int_equal(b.rc, 0);
+	assert_string_equal(b.inject, want);
+
+	a.inject = b.inject;
+	a.host = host;
+	a.sni = host;
+	assert_true(gw_access_format(&a, false, NULL, line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, " inject="));
+	assert_string_equal(strstr(line, " inject=") + 8, want);
+	assert_true(gw_access_format(&a, true, "t", line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, want));
+	gw_policy_free(p);
+}
+
 /* A credential as long as allowed fits the rebuilt head: a Basic user of
  * 8000 bytes and a one-byte password (base64 grows the pair by a third),
  * a query parameter's long name. */
@@ -692,6 +740,7 @@ main(void)
 		cmocka_unit_test(test_sentinels_replaced),
 		cmocka_unit_test(test_query),
 		cmocka_unit_test(test_inject_names),
+		cmocka_unit_test(test_inject_names_all),
 		cmocka_unit_test(test_long_values_fit),
 	};
 
