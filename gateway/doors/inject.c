@@ -530,6 +530,39 @@ unreserved(unsigned char ch)
 	       ch == '-' || ch == '.' || ch == '_' || ch == '~';
 }
 
+static int
+hexdig(char ch)
+{
+	return ch >= '0' && ch <= '9'	? ch - '0'
+	       : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+	       : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+					: -1;
+}
+
+/* Is q[0..n), a parameter's name as the client spelled it, the name
+ * `name` once its %XX are decoded? An origin decodes the name before it
+ * looks it up, so "api%5Fkey" is api_key, and a client copy spelled so
+ * must go too. (A '%' without two hex digits stands for itself.) */
+static bool
+name_is(const char *q, size_t n, const char *name)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++, k++) {
+		int hi, lo;
+		char ch = q[i];
+
+		if (ch == '%' && i + 2 < n && (hi = hexdig(q[i + 1])) >= 0 &&
+		    (lo = hexdig(q[i + 2])) >= 0) {
+			ch = (char)(hi << 4 | lo);
+			i += 2;
+		}
+		if (name[k] == '\0' || name[k] != ch)
+			return false;
+	}
+	return name[k] == '\0';
+}
+
 /* Is the parameter at q[0..n) ("name" or "name=value") one a planned
  * query credential sets? */
 static bool
@@ -541,7 +574,7 @@ param_planned(const struct gw_h1x *x, const char *q, size_t n)
 	for (size_t i = 0; i < x->inj.n; i++) {
 		const struct conf_credential *c = x->inj.c[i];
 
-		if (c->kind == CONF_CRED_QUERY && strlen(c->param) == nl && memcmp(c->param, q, nl) == 0)
+		if (c->kind == CONF_CRED_QUERY && name_is(q, nl, c->param))
 			return true;
 	}
 	return false;
