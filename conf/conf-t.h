@@ -195,6 +195,11 @@ enum conf_cred_kind {
 #define CONF_SENTINEL_LEN 43
 /* The longest credential value (the header, password or parameter). */
 #define CONF_CRED_VALUE_MAX 8192
+/* The longest credential name: one given is 1..64 token characters, one
+ * sluice makes (the host pattern, '/', what is set) and one read back
+ * from a saved layer at most this. The access line's inject= list is
+ * sized from it. */
+#define CONF_CRED_NAME_MAX 389
 /* A tenant credential's fingerprint: "fp1:", 16 hex of salt, ':', 32 hex
  * of SHA-256(salt || value) cut to 128 bits, and a NUL. */
 #define CONF_CRED_FP_LEN 54

@@ -80,4 +80,16 @@ h1_span_is_token(struct gw_h1_span s)
 	return s.len > 0 && gw_rd_span_all(h1_rd_span(s), &gw_h1_tchar);
 }
 
+/* A span into from[0..n) now points at the same place in to[0..n); one
+ * elsewhere (NULL, a static string, another buffer) is left alone. The
+ * old bytes must still be allocated: their address is compared. */
+static inline void
+h1_span_move(struct gw_h1_span *s, const char *from, size_t n, const char *to)
+{
+	uintptr_t p = (uintptr_t)s->p, f = (uintptr_t)from;
+
+	if (s->p && p >= f && p - f <= n)
+		s->p = to + (p - f);
+}
+
 #endif

@@ -182,3 +182,11 @@ int gw_h1_target_parse(const char *s, size_t len, enum gw_h1_method m,
 		return target_fail(err, GW_R_BAD_REQUEST, "fragment in target");
 	return parse_path_query(&r, out, err);
 }
+
+void gw_h1_target_rebase(struct gw_h1_target *t, const char *from, size_t n,
+			 const char *to)
+{
+	h1_span_move(&t->host, from, n, to);
+	h1_span_move(&t->path, from, n, to);
+	h1_span_move(&t->query, from, n, to);
+}

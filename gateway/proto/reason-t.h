@@ -55,6 +55,7 @@
 	X(SNI_ADDRESS_MISMATCH, "sni-address-mismatch") /* literal not SNI's */\
 	X(CREDENTIAL_SCOPE, "credential-scope") /* a sentinel out of scope */ \
 	X(CREDENTIAL_LOST, "credential-lost") /* a tenant's, gone in a restart */\
+	X(SIGV4_BODY_TOO_LARGE, "sigv4-body-too-large") /* 413: to hash */ \
 	X(INTERNAL, "internal-error")
 
 enum gw_reason {

@@ -16,6 +16,12 @@
 # With no proxy variable (issue 21), names resolve through the lane's DNS
 # door and curl, node, python and ssh (to an sshd started here on
 # ssh.test:22) reach them through the name door.
+# Credentials (issue 19): a placeholder token used by curl and git, and
+# SigV4 with placeholder keys: an S3 GET (UNSIGNED-PAYLOAD), and requests
+# of the other services, with no X-Amz-Content-SHA256 (a form POST, a
+# chunked JSON POST, a bodyless GET), each verified at the origin by
+# botocore with the real keys; a body past 1 MiB is refused 413 and never
+# reaches the origin.
 # Then the daemon is stopped and started again: the claimed sandbox must
 # be re-adopted and keep its files, and the warm ones must come back.
 # Everything ends with the test.
@@ -98,7 +104,56 @@ def sigv4_ok(h, method, path):
     if sig != parts["Signature"]:
         sys.stderr.write("tls origin: sigv4 mismatch: %r over %r\n" % (a, cr))
     return sig == parts["Signature"]
+def sigv4_body_ok(h, method, path, body):
+    # A client that sends no X-Amz-Content-SHA256 (every service but S3)
+    # signs SHA-256 of the body: botocore's SigV4Auth hashes the body that
+    # arrived, however it was framed.
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    a = h.get("Authorization", "")
+    if "X-Amz-Content-SHA256" in h or not a.startswith("AWS4-HMAC-SHA256 Credential=" + AWS[0] + "/"):
+        return False
+    parts = dict(p.strip().split("=", 1) for p in a[len("AWS4-HMAC-SHA256 "):].split(","))
+    scope = parts["Credential"].split("/")
+    req = AWSRequest(method=method, url="https://icpt.origin.test" + path, data=body)
+    for k in parts["SignedHeaders"].split(";"):
+        req.headers[k] = h.get(k)
+    req.context["timestamp"] = h.get("X-Amz-Date")
+    auth = SigV4Auth(Credentials(AWS[0], AWS[1]), scope[3], scope[2])
+    cr = auth.canonical_request(req)
+    sig = auth.signature(auth.string_to_sign(req, cr), req)
+    if sig != parts["Signature"]:
+        sys.stderr.write("tls origin: sigv4 mismatch: %r over %r\n" % (a, cr))
+    return sig == parts["Signature"]
 class H(http.server.BaseHTTPRequestHandler):
+    def body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            b = b""
+            while True:
+                n = int(self.rfile.readline().split(b";")[0], 16)
+                if n == 0:
+                    while self.rfile.readline() not in (b"\r\n", b""):
+                        pass
+                    return b
+                b += self.rfile.read(n)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+    def sts(self):
+        b = self.body()
+        try:
+            ok = sigv4_body_ok(self.headers, self.command, self.path, b)
+        except Exception as e:
+            sys.stderr.write("tls origin: sigv4 check failed: %r\n" % e)
+            ok = False
+        sys.stderr.write("tls origin: sts %s %s framing=%s body=%d %s\n" % (
+            self.command, self.path, "chunked" if "Transfer-Encoding" in self.headers else "length",
+            len(b), "ok" if ok else "bad"))
+        return self.reply(200, b"sigv4 ok\n" if ok else b"sigv4 bad\n")
+    def do_POST(self):
+        if self.path.startswith("/sts/"):
+            return self.sts()
+        return self.reply(404, b"")
     def reply(self, code, b, extra=()):
         self.send_response(code)
         for k, v in extra:
@@ -111,6 +166,8 @@ class H(http.server.BaseHTTPRequestHandler):
         got = self.headers.get_all("Authorization") or []
         return got == [want]
     def do_GET(self):
+        if self.path.startswith("/sts/"):
+            return self.sts()
         if self.path.startswith("/s3/"):
             try:
                 ok = sigv4_ok(self.headers, "GET", self.path)
@@ -526,6 +583,104 @@ check "credentials: an S3 GET the guest signed with placeholder keys: the origin
 	eval 'out_is "sigv4 ok" || { j "d[\"stderr\"]" >&2; grep sigv4 "$E2E_TMP/tls.log" >&2; false; }'
 check "... its line says inject=s3" logged "host=icpt\.origin\.test .*status=200 .* inject=s3$" ||
 	sed 's/^/    /' "$E2E_TMP/tls.log" | tail -5 >&2
+
+# SigV4 for every service but S3 (STS, DynamoDB, ...): the client sends no
+# X-Amz-Content-SHA256 and signs SHA-256 of its body, so sluice holds the
+# body (up to 1 MiB) before it dials, hashes it and signs again. The
+# guest's signer is its own (no SDK in every template); the origin checks
+# with botocore's SigV4Auth over the body it read. Each request goes
+# through CONNECT on the door with http.client, so that the framing
+# (Content-Length, signed; chunked) and Expect are the script's.
+cat >"$E2E_TMP/sts.py" <<'PY'
+import datetime, hashlib, hmac, http.client, os, ssl, sys, urllib.parse
+ak, sk = os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
+host, region, service = "icpt.origin.test", "us-east-1", "sts"
+mode = sys.argv[1]
+form = b"Action=GetCallerIdentity&Version=2011-06-15"
+query = ""
+if mode == "post":      # a form body, Content-Length signed
+    method, body, hd = "POST", form, {"content-type": "application/x-www-form-urlencoded",
+                                      "content-length": str(len(form))}
+elif mode == "chunked":  # a JSON body sent chunked (nothing signs the framing)
+    body = b'{"TableName": "t", "Pad": "' + b"x" * 3000 + b'"}'
+    method, hd = "POST", {"content-type": "application/x-amz-json-1.0",
+                          "x-amz-target": "DynamoDB_20120810.DescribeTable"}
+elif mode == "get":      # no body: signed at once
+    method, body, hd, query = "GET", b"", {}, "Action=GetCallerIdentity&Version=2011-06-15"
+elif mode == "big":      # a Content-Length past the bound, the body held back
+    body = b"a" * (1024 * 1024 + 1)
+    method, hd = "POST", {"content-type": "application/octet-stream",
+                          "content-length": str(len(body))}
+elif mode == "bigchunked":  # chunked, past the bound
+    body = b"b" * (1024 * 1024 + 200 * 1024)
+    method, hd = "POST", {"content-type": "application/octet-stream"}
+t = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
+hd.update({"host": host, "x-amz-date": t})
+sh = ";".join(sorted(hd))
+cr = "\n".join([method, "/sts/", query, "".join(k + ":" + hd[k] + "\n" for k in sorted(hd)), sh,
+                hashlib.sha256(body).hexdigest()])
+scope = "%s/%s/%s/aws4_request" % (t[:8], region, service)
+sts = "\n".join(["AWS4-HMAC-SHA256", t, scope, hashlib.sha256(cr.encode()).hexdigest()])
+k = ("AWS4" + sk).encode()
+for m in (t[:8], region, service, "aws4_request"):
+    k = hmac.new(k, m.encode(), hashlib.sha256).digest()
+sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+hd["authorization"] = "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s" % (
+    ak, scope, sh, sig)
+px = urllib.parse.urlsplit(os.environ.get("https_proxy") or os.environ["HTTPS_PROXY"])
+c = http.client.HTTPSConnection(px.hostname, px.port, context=ssl.create_default_context(), timeout=60)
+c.set_tunnel(host, 443)
+c.putrequest(method, "/sts/" + ("?" + query if query else ""), skip_host=True, skip_accept_encoding=True)
+for n, v in hd.items():
+    c.putheader(n, v)
+chunked = mode in ("chunked", "bigchunked")
+if chunked:
+    c.putheader("Transfer-Encoding", "chunked")
+if mode == "big":
+    c.putheader("Expect", "100-continue")
+c.endheaders()
+if chunked:
+    for i in range(0, len(body), 65536):
+        p = body[i:i + 65536]
+        c.send(b"%x\r\n" % len(p) + p + b"\r\n")
+    c.send(b"0\r\n\r\n")
+elif mode != "big":
+    c.send(body)
+r = c.getresponse()
+print(r.status, r.getheader("Sluice-Reason") or "-", r.read().decode().strip())
+PY
+op PUT "/v1/sandboxes/$A/files?path=/tmp/sts.py" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$E2E_TMP/sts.py"
+sts_seen() { grep -c "tls origin: sts " "$E2E_TMP/tls.log" || true; }
+sts() { # MODE CHECK-TEXT: the guest's request, the origin's verdict
+	mark
+	xsh "$A" "python3 /tmp/sts.py $1"
+	check "$2" eval 'out_is "200 - sigv4 ok" || { j "d[\"stdout\"]" >&2; j "d[\"stderr\"]" >&2; grep "sts\|sigv4" "$E2E_TMP/tls.log" | tail -3 >&2; false; }'
+}
+N0=$(sts_seen)
+sts post "credentials: an STS POST (a form body, Content-Length signed, no X-Amz-Content-SHA256) the guest signed with placeholder keys: the origin verified sluice's signature over the body (botocore SigV4Auth, the real keys)"
+check "... its line says inject=s3, and the body was relayed" \
+	logged "method=POST host=icpt\.origin\.test .*status=200 bytes_in=[0-9]+ .* inject=s3$"
+sts chunked "credentials: a DynamoDB-style JSON POST sent chunked: held, hashed de-chunked, signed; the origin verified it"
+check "... and the origin read it chunked, as the guest framed it" \
+	grep -q "tls origin: sts POST /sts/ framing=chunked body=3029 ok" "$E2E_TMP/tls.log"
+sts get "credentials: a GET with no body (signed at once, the hash of nothing): the origin verified it"
+N1=$(sts_seen)
+check "the origin saw those three requests ($N0 -> $N1): the requests below could reach it" \
+	test "$N1" -eq $((N0 + 3))
+mark
+xsh "$A" 'python3 /tmp/sts.py big'
+check "credentials: a SigV4 POST whose Content-Length is past 1 MiB (Expect: 100-continue, no body sent): 413 sigv4-body-too-large ($(j 'd["stdout"]' | head -c 200))" \
+	eval '[[ $(j "d[\"stdout\"]") == "413 sigv4-body-too-large "* ]]'
+check "... its line: status=413 reason=sigv4-body-too-large, nothing injected" \
+	logged "method=POST host=icpt\.origin\.test .*decision=deny reason=sigv4-body-too-large upstream=- status=413 .* inject=-$"
+mark
+xsh "$A" 'python3 /tmp/sts.py bigchunked'
+check "credentials: a chunked SigV4 POST of 1.2 MiB: read up to the bound, then 413 sigv4-body-too-large ($(j 'd["stdout"]' | head -c 200))" \
+	eval '[[ $(j "d[\"stdout\"]") == "413 sigv4-body-too-large "* ]]'
+check "... its line counts the body read up to the bound (bytes_in over 1 MiB)" \
+	logged "method=POST host=icpt\.origin\.test .*reason=sigv4-body-too-large upstream=- status=413 bytes_in=1[0-9]{6} .* inject=-$"
+check "... and the origin saw neither of them (still $N1 requests)" test "$(sts_seen)" -eq "$N1"
 
 # --- guest DNS (issue 21) ------------------------------------------------------
 # The lane's DNS door answers from the claim's layer and never asks
