@@ -71,7 +71,7 @@ enum gw_conn_mode {
 /* Credentials one request may get (inject.h), and the inject= list that
  * names them all (gw_conn_req_inject()): every name at its longest, a ','
  * after each but the last, and the NUL. */
-#define GW_INJECT_MAX 8
+#define GW_INJECT_MAX 24     /* a policy's and a tenant's (16) together */
 #define GW_CONN_INJECT_MAX (GW_INJECT_MAX * (CONF_CRED_NAME_MAX + 1))
 
 /* What one access line reports: the request or tunnel under way. The

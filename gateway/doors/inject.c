@@ -35,6 +35,7 @@ planned(const struct gw_inject *inj, const struct conf_credential *c)
 struct plan {
 	struct gw_inject *inj;
 	bool tls;
+	bool overflow;          /* more credentials than a request may carry */
 };
 
 static int
@@ -43,8 +44,12 @@ plan_one(const struct conf_credential *c, void *arg)
 	struct plan *p = arg;
 	struct gw_inject *inj = p->inj;
 
-	if ((!p->tls && !c->cleartext) || inj->n == GW_INJECT_MAX)
+	if (!p->tls && !c->cleartext)
 		return 0;
+	if (inj->n == GW_INJECT_MAX) {
+		p->overflow = true;
+		return 1;       /* (stops the walk) */
+	}
 	inj->c[inj->n++] = c;
 	/* What it adds to the head (the query's to the target too): the
 	 * field and its value, Basic's base64 of user:password (a third
@@ -416,6 +421,13 @@ gw_inject_plan(struct gw_h1x *x)
 	c->req.ninject = 0;
 	if (!x->is_connect && !trace)
 		gw_policy_credentials(c->policy, c->req.host, c->req.port, plan_one, &p);
+	/* Never a credential quietly left out. */
+	if (p.overflow) {
+		gw_h1x_refuse(x, 500, GW_R_INTERNAL,
+			      "more than %d credentials match %s:%u: sluice adds at most that many "
+			      "to one request", GW_INJECT_MAX, c->req.host, c->req.port);
+		return -1;
+	}
 	/* A tenant's credential that did not survive a restart: the request
 	 * would go without it (or with a sentinel left in) and fail at the
 	 * origin for no reason the guest can see. Say so instead. */
