@@ -12,7 +12,8 @@
 # a reset), not another sandbox, not with a forged source address (those
 # dropped); a denied name is refused at every door; the none lane has no
 # network; counters move; lock takes effect; the fleet refuses a guest's
-# UDP and ICMP and drops its IPv6; the lane doors refuse a locked
+# TCP and UDP that no door serves at once, counts it per sandbox and logs
+# it rate-limited, refuses ICMP and drops IPv6; the lane doors refuse a locked
 # sandbox (403 sandbox-locked) and a source that is no sandbox of the lane
 # (403 not-a-sandbox) themselves; SIGKILL and restart leave exactly one
 # ruleset; 200 attach/unlock/lock/detach cycles leave nothing behind; a
@@ -645,7 +646,7 @@ check "(the observer tables removed)" eval 'F nft delete table inet sl_e2e_door 
 ctl '{"op":"lock","id":"a"}'
 check "lock is idempotent" test "$(jget ok)" = true
 
-# --- what the fleet refuses (UDP, ICMP) and drops (IPv6) ---------------------
+# --- what the fleet refuses (TCP, UDP, ICMP) and drops (IPv6) ----------------
 # u's network is entered with host tools (a guest as privileged there as a
 # VM's root) to send what a guest could. Each kind is shown to leave the
 # guest (the send succeeds) and to reach the fleet (u's tx counter, counted
@@ -666,6 +667,53 @@ u_up() {
 check "u's sandbox runs, its address on eth0" until_ok 30 u_up
 out=$(U "${CURL[@]}" -x http://10.88.1.1:3128 http://origin.test/ 2>&1 || true)
 check "u's network reaches its door over TCP ($out)" test "$out" = "hello from origin"
+
+# Refused at once: TCP to an address and port no door serves gets a reset,
+# UDP an ICMP "administratively prohibited" (which a connected socket's
+# recv() reports as EHOSTUNREACH). probe.py tries COUNT times, each with
+# 20 s to spare, and tells what each try ended with: ECONNREFUSED (a
+# reset), EHOSTUNREACH (the ICMP error), TimeoutError (a silent drop),
+# and how long all took (shown, not judged).
+cat >"$E2E_TMP/probe.py" <<'PY'
+import errno, socket, sys, time
+kind, host, port, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+got = {}
+t0 = time.monotonic()
+for _ in range(count):
+    if kind == "tcp":
+        s = socket.socket()
+    else:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(20)
+    try:
+        s.connect((host, port))
+        if kind == "udp":
+            s.send(b"from-guest")
+            s.recv(64)
+        r = "answered"
+    except OSError as e:
+        r = errno.errorcode.get(e.errno, type(e).__name__) if e.errno else type(e).__name__
+    s.close()
+    got[r] = got.get(r, 0) + 1
+print(" ".join("%s=%d" % kv for kv in sorted(got.items())), "in %.0f ms" % ((time.monotonic() - t0) * 1000))
+PY
+R0=$(pkts u refused || true)
+mark
+out=$(U "$PY" "$E2E_TMP/probe.py" tcp 10.99.0.20 5432 1 2>&1 || true)
+check "u's TCP to 10.99.0.20:5432, which no door serves, is refused at once ($out)" \
+	eval '[[ $out == "ECONNREFUSED=1 in "* ]]'
+check "... and the log says so, naming the sandbox and what it tried" \
+	logged "fleet: sandbox u tried tcp 10\.99\.0\.20:5432 \(refused\)$"
+out=$(U "$PY" "$E2E_TMP/probe.py" tcp 10.99.0.20 5432 30 2>&1 || true)
+check "30 tries more: each refused at once ($out)" eval '[[ $out == "ECONNREFUSED=30 in "* ]]'
+out=$(U "$PY" "$E2E_TMP/probe.py" udp 10.99.0.20 53 1 2>&1 || true)
+check "u's UDP to 10.99.0.20:53 gets an ICMP error back ($out)" eval '[[ $out == "EHOSTUNREACH=1 in "* ]]'
+check "... all 32 counted in u's refused counter (from $R0)" \
+	until_ok 10 eval 'num "$R0" && pkts_at_least u refused $((R0 + 32))'
+# One line per sandbox per 5 s: the other 31 are owed to the window's end
+# (checked below, once the UDP, ICMP and IPv6 checks have taken their time).
+check "... and logged once so far ($(since | grep 'fleet: sandbox u tried' | sed 's/.*fleet: /fleet: /'))" \
+	test "$(since | grep -c 'fleet: sandbox u tried')" = 1
 
 # UDP: to port 53 of its gateway (where a guest would look for DNS). A
 # listener there hears the fleet itself, before and after u's datagrams,
@@ -730,6 +778,7 @@ check "(the fleet's own echo request to 10.88.1.1 is counted: InEchos from $E0)"
 check "... and none of u's: the fleet refused them (InEchos $E0 + 1 = $(in_echos))" \
 	test "$(in_echos)" = $((E0 + 1))
 
+
 # IPv6: u's eth0 speaks it (a link-local address), and what it sends to
 # all nodes of its link (UDP and ICMPv6 echo) dies at the fleet's end of
 # the link, where IPv6 is off: the link's counters show every packet that
@@ -793,6 +842,16 @@ check "... the IPv6 ones reach the prerouting hook (before the table: $(obs v6_b
 check "(the IPv4 one is seen after the table's pre chain: $(obs v4_after))" \
 	until_ok 10 eval '[ "$(obs v4_after)" -ge 1 ]'
 check "... but no IPv6 is: the table dropped it ($(obs v6_after) after)" test "$(obs v6_after)" = 0
+# The window u's first refusal opened (5 s) ends with one line for the
+# rest: the latest sample, and how many more the counter saw (31 or more:
+# the probes above, and the UDP, ICMP and IPv4 datagrams since).
+SUMMARY='fleet: sandbox u tried [a-z]+ [0-9.:]+.* \(refused; ([0-9]+) more since [0-9]{2}:[0-9]{2}:[0-9]{2}Z\)$'
+u_lines() { since | grep 'fleet: sandbox u tried' | sed 's/.*fleet: /fleet: /'; }
+check "the refusals after u's first are summed into one line at the window's end" \
+	until_ok 10 eval 'since | grep -Eq "$SUMMARY"'
+N=$(since | grep -E "$SUMMARY" | head -n1 | sed -E "s/.*refused; ([0-9]+) more.*/\1/")
+check "... the second line for u, saying 31 or more more ($(u_lines | sed -n 2p))" \
+	eval 'num "$N" && [ "$N" -ge 31 ] && u_lines | sed -n 2p | grep -Eq "$SUMMARY"'
 F sh -c "echo 1 >/proc/sys/net/ipv6/conf/$IF_u/disable_ipv6"
 F nft delete table inet sl_e2e_obs
 kill "$UJOB"
