@@ -29,6 +29,7 @@
 #include "loop.h"
 #include "manager.h"
 #include "metrics.h"
+#include "refusals.h"
 #include "snap.h"
 #include "worker.h"
 
@@ -46,6 +47,7 @@ struct gw_daemon {
 	struct gw_worker *workers;
 	unsigned nworkers;
 	struct gw_fleet *fleet;         /* the fleet namespace and its lanes */
+	struct gw_refusals *refusals;   /* the fleet's refusals, told in the log */
 	struct gw_control *control;     /* daemon.control_socket */
 	struct gw_claims *claims;       /* pools, claims, leases */
 	struct gw_apiv1 *apiv1;
@@ -484,6 +486,11 @@ main(int argc, char **argv)
 			rc = -EINVAL;
 			goto out;
 		}
+		/* Without it the fleet still refuses and counts; only the
+		 * lines that say what a sandbox tried are missing. */
+		dm.refusals = gw_refusals_start(dm.fleet, dm.loop, err, sizeof(err));
+		if (!dm.refusals)
+			gw_log_warnx("%s: refusals are counted but not logged", err);
 		dm.nworkers = dm.conf->gateway.workers ? dm.conf->gateway.workers : gw_workers_auto();
 		dm.workers = gw_workers_start(dm.conf, dm.fleet, dm.nworkers, err, sizeof(err));
 		if (!dm.workers) {
@@ -552,6 +559,7 @@ out:
 	 * unless the operator asked for a teardown on a clean exit. */
 	gw_claims_stop(dm.claims, rc >= 0 && dm.conf->daemon.fleet_teardown);
 	gw_workers_stop(dm.workers, dm.nworkers);
+	gw_refusals_stop(dm.refusals);
 	/* Sandboxes outlive the daemon: their links and rules stay unless
 	 * the operator asked for a teardown on a clean exit. */
 	gw_fleet_close(dm.fleet, rc >= 0 && dm.conf->daemon.fleet_teardown);

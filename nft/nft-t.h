@@ -15,6 +15,7 @@
 #define FW_IFPREFIX  "slv"    /* every sandbox link's name starts so */
 #define FW_IFNAMSIZ  16       /* IFNAMSIZ, NUL included */
 #define FW_MAX_PORTS 6        /* door ports per lane */
+#define FW_LOG_GROUP 7        /* the NFLOG group the refuse chain samples to */
 
 /* A lane: a network profile sandboxes are attached to. */
 struct fw_lane {
@@ -34,10 +35,12 @@ struct fw_lane {
 };
 
 /* One sandbox's counters; tx is what the sandbox sent, rx what it was
- * sent (packets and bytes of the IPv4 layer). */
+ * sent, refused what it sent that no door serves (the refuse chain: also
+ * counted in tx), all packets and bytes of the IPv4 layer. */
 struct fw_counters {
 	uint64_t tx_packets, tx_bytes;
 	uint64_t rx_packets, rx_bytes;
+	uint64_t refused_packets, refused_bytes;
 };
 
 /* A sandbox as the table sees it. */

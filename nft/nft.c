@@ -12,7 +12,11 @@
  *       unlocked sandboxes: sandbox address . lane gateway . door port
  *   map tx { type ipv4_addr : counter }    what each sandbox sent
  *   map rx { type ipv4_addr : counter }    what it was sent
- *   counter tx-10.88.1.7, rx-10.88.1.7     two per attached sandbox
+ *   map refused { type ipv4_addr : counter }  what it sent that no door serves
+ *   counter tx-10.88.1.7, rx-10.88.1.7, refused-10.88.1.7  three per sandbox
+ *   set refuse_rate, log_rate { type ipv4_addr; size 65536;
+ *       flags dynamic,timeout; timeout 1m; }
+ *       per-sandbox token buckets, filled by the refuse chain (meters)
  *
  *   chain pre { type filter hook prerouting priority raw (-300); policy accept;
  *     iifname "slv*" meta nfproto != ipv4 drop          (no IPv6 from guests)
@@ -26,6 +30,20 @@
  *     per lane with a name door, before those:
  *     iifname "slv*" ip saddr 10.88.1.0/24 ip daddr 198.18.0.0/15 tcp dnat ip to 10.88.1.1:3130
  *   }
+ *   chain refuse { type filter hook prerouting priority dstnat + 10 (-90); policy accept;
+ *     iifname != "slv*" accept
+ *     ip saddr . ip daddr . tcp dport @doors accept
+ *     ip saddr . ip daddr . udp dport @doors accept     (the DNS door)
+ *     ct state established,related accept
+ *     meta pkttype != host drop
+ *     counter name ip saddr map @refused
+ *     update @log_rate { ip saddr limit rate 1/second } log group 7 snaplen 80
+ *                                 (burst 5 packets, nft's default: not shown)
+ *     meta l4proto tcp update @refuse_rate { ip saddr limit rate 20/second
+ *         burst 50 packets } reject with tcp reset
+ *     meta l4proto != tcp update @refuse_rate { ... } reject with icmpx admin-prohibited
+ *     drop
+ *   }
  *   chain input { type filter hook input priority filter (0); policy drop;
  *     iif "lo" accept
  *     ip saddr . ip daddr . tcp dport @doors accept     (with the meta
@@ -37,16 +55,41 @@
  *     oifname "slv*" counter name ip daddr map @rx
  *     oifname "slv*" ip daddr . ip saddr . tcp sport @doors accept
  *     oifname "slv*" ip daddr . ip saddr . udp sport @doors accept
+ *     oifname "slv*" tcp flags & rst == rst accept                 (refusals)
+ *     oifname "slv*" icmp type destination-unreachable icmp code admin-prohibited accept
  *     oifname "slv*" drop        (a lock cuts open connections both ways)
  *   }
  * }
  *
  * So a sandbox reaches the fleet namespace only on its lane's door ports
  * at its lane's gateway address, and only while unlocked; it reaches
- * nothing else (forward drops); a locked sandbox, or one in a lane without
- * ports, reaches nothing at all. Transparent lanes turn tcp/80 and tcp/443
- * to any address into connections to the gateway's doors, which the doors
- * element for that port then lets in.
+ * nothing else (forward drops, and the fleet has no route anywhere); a
+ * locked sandbox, or one in a lane without ports, reaches nothing at all.
+ * Transparent lanes turn tcp/80 and tcp/443 to any address into
+ * connections to the gateway's doors, which the doors element for that
+ * port then lets in.
+ *
+ * The refuse chain decides only how what nothing lets in is turned away,
+ * never whether: its accepts hand a packet on to input, forward and
+ * routing, which decide as they would without it. It runs after NAT, so a
+ * redirected tcp/80 is judged as the door connection it became. What it
+ * refuses (a new flow from a sandbox, to any address, that is no door of
+ * an unlocked sandbox; a locked sandbox's doors too) is counted in the
+ * sandbox's `refused` counter, sampled to the daemon over NFLOG
+ * (FW_LOG_GROUP, headers only), and answered at once, TCP with a reset
+ * and anything else with an ICMP "administratively prohibited", so a
+ * guest's program fails now rather than at its own timeout. Answers are
+ * rate-limited per sandbox (a guest cannot make the fleet send unbounded
+ * resets; the kernel limits its ICMP errors on its own as well); beyond
+ * the limit the packet is dropped, still counted. Flows already let in
+ * (established, and ICMP errors related to them) and broadcast or
+ * multicast are not refused here: input drops them as before, so a lock
+ * still cuts an open connection silently. IPv6 and spoofed packets are
+ * dropped in pre, before any of this: an answer to a forged source would
+ * go to someone else. The answers leave through the output chain (the
+ * kernel sends them as if they were the fleet's own), which lets them
+ * (a reset carries no data; an ICMP error quotes the guest's own packet)
+ * reach a sandbox that nothing else may reach.
  *
  * Every fw_build_* writes one batch: BEGIN, messages, END, each message with
  * NLM_F_ACK. Deletes are made idempotent without the kernel's newer
@@ -63,7 +106,9 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include <linux/if_packet.h>
 #include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
@@ -83,7 +128,7 @@
 #define MSG_ROOM      (64 * 1024) /* free bytes ensured before each message */
 #define ELEMS_PER_MSG 256         /* < 100 bytes each: far below 64 KiB */
 #define RX_SIZE       (32 * 1024) /* a netlink dump part fits (NLMSG_GOODSIZE..32K) */
-#define CTR_NAME_MAX  24          /* "tx-255.255.255.255" */
+#define CTR_NAME_MAX  24          /* "refused-255.255.255.255" */
 #define LO_IFINDEX    1           /* loopback is 1 in every namespace */
 
 /* nft's datatype numbers (src/datatype.h), for NFTA_SET_KEY_TYPE: they let
@@ -94,6 +139,20 @@
 #define TYPE_BITS         6
 #define CONCAT2(a, b)     (((a) << TYPE_BITS) | (b))
 #define CONCAT3(a, b, c)  (CONCAT2(CONCAT2(a, b), c))
+
+/* The refuse chain's limits, per sandbox. Answers: enough for a program
+ * that tries a few dozen addresses at once, few enough that a guest
+ * cannot turn the fleet into a reset generator. Log samples: the daemon
+ * writes at most one line per sandbox every few seconds, so one sample a
+ * second is plenty. A bucket left alone for METER_TIMEOUT_MS is forgotten
+ * (full again). */
+#define REFUSE_RATE      20 /* answers per second */
+#define REFUSE_BURST     50
+#define LOG_RATE         1 /* NFLOG samples per second */
+#define LOG_BURST        5
+#define LOG_SNAPLEN      80 /* the IPv4 header, options and all, and the ports */
+#define METER_SIZE       65536
+#define METER_TIMEOUT_MS 60000
 
 #define HOST_KEY_LEN (FW_IFNAMSIZ + 4) /* ifname . ipv4_addr */
 #define DOOR_KEY_LEN 12                /* ipv4_addr . ipv4_addr . port+pad */
@@ -416,6 +475,9 @@ struct chain_def {
 static const struct chain_def chains[] = {
     {"pre", "filter", NF_INET_PRE_ROUTING, -300, NF_ACCEPT},
     {"nat_pre", "nat", NF_INET_PRE_ROUTING, -100, NF_ACCEPT},
+    /* After nat_pre's DNAT (-100): a redirected connection is judged by
+     * the door it was turned into. */
+    {"refuse", "filter", NF_INET_PRE_ROUTING, -90, NF_ACCEPT},
     {"input", "filter", NF_INET_LOCAL_IN, 0, NF_DROP},
     {"forward", "filter", NF_INET_FORWARD, 0, NF_DROP},
     {"output", "filter", NF_INET_LOCAL_OUT, 0, NF_ACCEPT},
@@ -452,15 +514,25 @@ out:
 struct set_def {
 	const char *name;
 	uint32_t key_type, key_len;
-	uint32_t flags; /* NFT_SET_OBJECT: a map to counters */
+	uint32_t flags; /* NFT_SET_OBJECT: a map to counters; NFT_SET_EVAL: a meter */
 };
+
+#define METER_FLAGS (NFT_SET_EVAL | NFT_SET_TIMEOUT)
 
 static const struct set_def sets[] = {
     {"hosts", CONCAT2(TYPE_IFNAME, TYPE_IPADDR), HOST_KEY_LEN, 0},
     {"doors", CONCAT3(TYPE_IPADDR, TYPE_IPADDR, TYPE_INET_SERVICE), DOOR_KEY_LEN, 0},
     {"tx", TYPE_IPADDR, 4, NFT_SET_OBJECT},
     {"rx", TYPE_IPADDR, 4, NFT_SET_OBJECT},
+    {"refused", TYPE_IPADDR, 4, NFT_SET_OBJECT},
+    {"refuse_rate", TYPE_IPADDR, 4, METER_FLAGS},
+    {"log_rate", TYPE_IPADDR, 4, METER_FLAGS},
 };
+
+/* The per-sandbox counters: each a counter object "<side>-<address>" and
+ * its element in the map of the same name. */
+static const char *const sides[] = {"tx", "rx", "refused"};
+#define NSIDES (sizeof(sides) / sizeof(sides[0]))
 
 /* An nftnl_set naming set `name` of the table, for element messages. */
 static struct nftnl_set *
@@ -493,6 +565,12 @@ put_set(struct fw_batch *b, const struct set_def *d, uint32_t id)
 	nftnl_set_set_u32(s, NFTNL_SET_FLAGS, d->flags);
 	if (d->flags & NFT_SET_OBJECT)
 		nftnl_set_set_u32(s, NFTNL_SET_OBJ_TYPE, NFT_OBJECT_COUNTER);
+	if (d->flags & NFT_SET_EVAL) {
+		/* A meter: elements added by the ruleset, so bounded, and
+		 * dropped when idle. */
+		nftnl_set_set_u32(s, NFTNL_SET_DESC_SIZE, METER_SIZE);
+		nftnl_set_set_u64(s, NFTNL_SET_TIMEOUT, METER_TIMEOUT_MS);
+	}
 	nlh = msg_begin(b, NFT_MSG_NEWSET, NLM_F_CREATE);
 	if (nlh) {
 		nftnl_set_nlmsg_build_payload(nlh, s);
@@ -726,9 +804,9 @@ e_payload(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_t len, uint3
 	return 0;
 }
 
-/* reg = (reg & mask) ^ 0, 4 bytes */
+/* reg = (reg & mask) ^ 0, len bytes (up to 4) */
 static int
-e_mask(struct nftnl_rule *r, uint32_t reg, uint32_t mask_be)
+e_mask(struct nftnl_rule *r, uint32_t reg, const void *mask, uint32_t len)
 {
 	struct nftnl_expr *x = expr(r, "bitwise");
 	uint32_t zero = 0;
@@ -737,9 +815,9 @@ e_mask(struct nftnl_rule *r, uint32_t reg, uint32_t mask_be)
 		return -ENOMEM;
 	nftnl_expr_set_u32(x, NFTNL_EXPR_BITWISE_SREG, reg);
 	nftnl_expr_set_u32(x, NFTNL_EXPR_BITWISE_DREG, reg);
-	nftnl_expr_set_u32(x, NFTNL_EXPR_BITWISE_LEN, 4);
-	if (nftnl_expr_set(x, NFTNL_EXPR_BITWISE_MASK, &mask_be, 4) < 0 ||
-	    nftnl_expr_set(x, NFTNL_EXPR_BITWISE_XOR, &zero, 4) < 0)
+	nftnl_expr_set_u32(x, NFTNL_EXPR_BITWISE_LEN, len);
+	if (nftnl_expr_set(x, NFTNL_EXPR_BITWISE_MASK, mask, len) < 0 ||
+	    nftnl_expr_set(x, NFTNL_EXPR_BITWISE_XOR, &zero, len) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -807,11 +885,78 @@ e_dnat(struct nftnl_rule *r, uint32_t reg_addr, uint32_t reg_port)
 	return 0;
 }
 
+/* ct state => dreg (a bit per state, host order) */
+static int
+e_ct_state(struct nftnl_rule *r, uint32_t dreg)
+{
+	struct nftnl_expr *x = expr(r, "ct");
+
+	if (!x)
+		return -ENOMEM;
+	nftnl_expr_set_u32(x, NFTNL_EXPR_CT_KEY, NFT_CT_STATE);
+	nftnl_expr_set_u32(x, NFTNL_EXPR_CT_DREG, dreg);
+	return 0;
+}
+
+/* update @set { <sreg> limit rate <rate>/second burst <burst> packets }:
+ * breaks the rule while the element's bucket is empty (a meter). */
+static int
+e_meter(struct nftnl_rule *r, uint32_t sreg, const char *set, uint64_t rate, uint32_t burst)
+{
+	struct nftnl_expr *x = expr(r, "dynset"), *lim;
+
+	if (!x)
+		return -ENOMEM;
+	nftnl_expr_set_u32(x, NFTNL_EXPR_DYNSET_SREG_KEY, sreg);
+	nftnl_expr_set_u32(x, NFTNL_EXPR_DYNSET_OP, NFT_DYNSET_OP_UPDATE);
+	if (nftnl_expr_set_str(x, NFTNL_EXPR_DYNSET_SET_NAME, set) < 0)
+		return -ENOMEM;
+	lim = nftnl_expr_alloc("limit");
+	if (!lim)
+		return -ENOMEM;
+	nftnl_expr_set_u64(lim, NFTNL_EXPR_LIMIT_RATE, rate);
+	nftnl_expr_set_u64(lim, NFTNL_EXPR_LIMIT_UNIT, 1); /* seconds */
+	nftnl_expr_set_u32(lim, NFTNL_EXPR_LIMIT_BURST, burst);
+	nftnl_expr_set_u32(lim, NFTNL_EXPR_LIMIT_TYPE, NFT_LIMIT_PKTS);
+	nftnl_expr_set_u32(lim, NFTNL_EXPR_LIMIT_FLAGS, 0);
+	/* x owns lim from here on */
+	nftnl_expr_set(x, NFTNL_EXPR_DYNSET_EXPR, lim, 0);
+	return 0;
+}
+
+/* log group FW_LOG_GROUP snaplen LOG_SNAPLEN */
+static int
+e_log(struct nftnl_rule *r)
+{
+	struct nftnl_expr *x = expr(r, "log");
+
+	if (!x)
+		return -ENOMEM;
+	nftnl_expr_set_u16(x, NFTNL_EXPR_LOG_GROUP, FW_LOG_GROUP);
+	nftnl_expr_set_u32(x, NFTNL_EXPR_LOG_SNAPLEN, LOG_SNAPLEN);
+	return 0;
+}
+
+/* reject with tcp reset (NFT_REJECT_TCP_RST), or with icmpx <code>
+ * (NFT_REJECT_ICMPX_UNREACH) */
+static int
+e_reject(struct nftnl_rule *r, uint32_t type, uint8_t code)
+{
+	struct nftnl_expr *x = expr(r, "reject");
+
+	if (!x)
+		return -ENOMEM;
+	nftnl_expr_set_u32(x, NFTNL_EXPR_REJECT_TYPE, type);
+	nftnl_expr_set_u8(x, NFTNL_EXPR_REJECT_CODE, code);
+	return 0;
+}
+
 #define R0       NFT_REG32_00
 #define IP_SADDR 12 /* offsets in the IPv4 header */
 #define IP_DADDR 16
 #define TH_SPORT 0 /* in the TCP header */
 #define TH_DPORT 2
+#define TH_FLAGS 13
 
 /* iifname/oifname "slv*": the first three bytes of the name. */
 static int
@@ -860,8 +1005,11 @@ m_saddr_in(struct nftnl_rule *r, const struct fw_lane *l)
 	if (l->prefix == 0)
 		return 0;
 	err = e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, IP_SADDR, 4, R0);
-	if (!err && l->prefix < 32)
-		err = e_mask(r, R0, htonl(mask_of(l->prefix)));
+	if (!err && l->prefix < 32) {
+		uint32_t mask = htonl(mask_of(l->prefix));
+
+		err = e_mask(r, R0, &mask, 4);
+	}
 	return err ? err : e_cmp(r, R0, NFT_CMP_EQ, &l->subnet, 4);
 }
 
@@ -972,6 +1120,156 @@ r_output_drop(struct nftnl_rule *r, const void *arg)
 	return err ? err : e_verdict(r, NF_DROP);
 }
 
+/* oifname "slv*" tcp flags & rst == rst accept: the refuse chain's
+ * resets (and a door's own) reach a sandbox that nothing else reaches; a
+ * reset carries no data. */
+static int
+r_output_rst(struct nftnl_rule *r, const void *arg)
+{
+	uint8_t rst = 0x04;
+	int err = m_slv(r, NFT_META_OIFNAME);
+
+	(void)arg;
+	if (!err)
+		err = m_tcp(r);
+	if (!err)
+		err = e_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, TH_FLAGS, 1, R0);
+	if (!err)
+		err = e_mask(r, R0, &rst, 1);
+	if (!err)
+		err = e_cmp(r, R0, NFT_CMP_EQ, &rst, 1);
+	return err ? err : e_verdict(r, NF_ACCEPT);
+}
+
+/* oifname "slv*" icmp type destination-unreachable icmp code
+ * admin-prohibited accept: the refuse chain's other answer, which quotes
+ * only the guest's own packet. */
+static int
+r_output_prohibited(struct nftnl_rule *r, const void *arg)
+{
+	static const uint8_t type_code[2] = {3, 13}; /* ICMP_DEST_UNREACH, ICMP_PKT_FILTERED */
+	uint8_t icmp = IPPROTO_ICMP;
+	int err = m_slv(r, NFT_META_OIFNAME);
+
+	(void)arg;
+	if (!err)
+		err = m_nfproto(r, NFT_CMP_EQ);
+	if (!err)
+		err = e_meta(r, NFT_META_L4PROTO, R0);
+	if (!err)
+		err = e_cmp(r, R0, NFT_CMP_EQ, &icmp, 1);
+	if (!err)
+		err = e_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 2, R0);
+	if (!err)
+		err = e_cmp(r, R0, NFT_CMP_EQ, type_code, 2);
+	return err ? err : e_verdict(r, NF_ACCEPT);
+}
+
+/* The refuse chain, rule by rule (see the top of this file). */
+
+/* iifname != "slv*" accept: not a sandbox's */
+static int
+r_refuse_other_links(struct nftnl_rule *r, const void *arg)
+{
+	int err = e_meta(r, NFT_META_IIFNAME, R0);
+
+	(void)arg;
+	if (!err)
+		err = e_cmp(r, R0, NFT_CMP_NEQ, FW_IFPREFIX, strlen(FW_IFPREFIX));
+	return err ? err : e_verdict(r, NF_ACCEPT);
+}
+
+/* ct state established,related accept: a flow let in before (or an ICMP
+ * error about one) is input's to judge, as it was without this chain. */
+static int
+r_refuse_known_flows(struct nftnl_rule *r, const void *arg)
+{
+	uint32_t bits = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED);
+	uint32_t zero = 0;
+	int err = e_ct_state(r, R0);
+
+	(void)arg;
+	if (!err)
+		err = e_mask(r, R0, &bits, 4); /* host order, as the kernel keeps it */
+	if (!err)
+		err = e_cmp(r, R0, NFT_CMP_NEQ, &zero, 4);
+	return err ? err : e_verdict(r, NF_ACCEPT);
+}
+
+/* meta pkttype != host drop: broadcast and multicast (a DHCP discover, an
+ * mDNS announcement) get no answer and are no attempt worth a count. */
+static int
+r_refuse_not_unicast(struct nftnl_rule *r, const void *arg)
+{
+	uint8_t host = PACKET_HOST;
+	int err = e_meta(r, NFT_META_PKTTYPE, R0);
+
+	(void)arg;
+	if (!err)
+		err = e_cmp(r, R0, NFT_CMP_NEQ, &host, 1);
+	return err ? err : e_verdict(r, NF_DROP);
+}
+
+/* counter name ip saddr map @refused */
+static int
+r_refuse_count(struct nftnl_rule *r, const void *arg)
+{
+	int err = m_nfproto(r, NFT_CMP_EQ);
+
+	(void)arg;
+	if (!err)
+		err = e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, IP_SADDR, 4, R0);
+	return err ? err : e_objref(r, R0, "refused");
+}
+
+/* update @log_rate { ip saddr limit ... } log group ...: a sample of what
+ * the sandbox tried, for the daemon's log line. No verdict: on to the
+ * answer. */
+static int
+r_refuse_log(struct nftnl_rule *r, const void *arg)
+{
+	int err = m_nfproto(r, NFT_CMP_EQ);
+
+	(void)arg;
+	if (!err)
+		err = e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, IP_SADDR, 4, R0);
+	if (!err)
+		err = e_meter(r, R0, "log_rate", LOG_RATE, LOG_BURST);
+	return err ? err : e_log(r);
+}
+
+/* meta l4proto tcp update @refuse_rate { ... } reject with tcp reset, and
+ * (arg non-NULL) meta l4proto != tcp ... reject with icmpx
+ * admin-prohibited. A packet takes one token of its sandbox's bucket: the
+ * second rule never sees TCP. */
+static int
+r_refuse_answer(struct nftnl_rule *r, const void *arg)
+{
+	bool tcp = arg == NULL;
+	uint8_t proto = IPPROTO_TCP;
+	int err = e_meta(r, NFT_META_L4PROTO, R0);
+
+	if (!err)
+		err = e_cmp(r, R0, tcp ? NFT_CMP_EQ : NFT_CMP_NEQ, &proto, 1);
+	if (!err)
+		err = m_nfproto(r, NFT_CMP_EQ);
+	if (!err)
+		err = e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, IP_SADDR, 4, R0);
+	if (!err)
+		err = e_meter(r, R0, "refuse_rate", REFUSE_RATE, REFUSE_BURST);
+	if (tcp)
+		return err ? err : e_reject(r, NFT_REJECT_TCP_RST, 0);
+	return err ? err : e_reject(r, NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
+}
+
+/* drop: over its sandbox's limit (counted all the same) */
+static int
+r_drop(struct nftnl_rule *r, const void *arg)
+{
+	(void)arg;
+	return e_verdict(r, NF_DROP);
+}
+
 struct redirect {
 	const struct fw_lane *lane;
 	uint16_t dport, to_port;
@@ -1016,8 +1314,11 @@ r_redirect_names(struct nftnl_rule *r, const void *arg)
 		err = m_saddr_in(r, l);
 	if (!err)
 		err = e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, IP_DADDR, 4, R0);
-	if (!err && l->synth_prefix < 32)
-		err = e_mask(r, R0, htonl(mask_of(l->synth_prefix)));
+	if (!err && l->synth_prefix < 32) {
+		uint32_t mask = htonl(mask_of(l->synth_prefix));
+
+		err = e_mask(r, R0, &mask, 4);
+	}
 	if (!err)
 		err = e_cmp(r, R0, NFT_CMP_EQ, &l->synth, 4);
 	if (!err)
@@ -1078,6 +1379,23 @@ put_lane_rules(struct fw_batch *b, const struct fw_lane *l)
 
 /* ---- the operations ---------------------------------------------------- */
 
+/* s's counter objects, each created with its `start` values (an existing
+ * one is left as it is). */
+static int
+put_counters(struct fw_batch *b, const struct fw_sbx *s)
+{
+	const uint64_t start[NSIDES][2] = {
+	    {s->start.tx_packets, s->start.tx_bytes},
+	    {s->start.rx_packets, s->start.rx_bytes},
+	    {s->start.refused_packets, s->start.refused_bytes},
+	};
+	int err = 0;
+
+	for (size_t i = 0; i < NSIDES && !err; i++)
+		err = put_counter(b, NFT_MSG_NEWOBJ, sides[i], s->addr, start[i][0], start[i][1]);
+	return err;
+}
+
 static int
 body_attach(struct fw_batch *b, const void *arg)
 {
@@ -1085,15 +1403,9 @@ body_attach(struct fw_batch *b, const void *arg)
 	int err = put_elems(b, "hosts", NFT_MSG_NEWSETELEM, add_host, s, 1);
 
 	if (!err)
-		err = put_counter(b, NFT_MSG_NEWOBJ, "tx", s->addr, s->start.tx_packets,
-		                  s->start.tx_bytes);
-	if (!err)
-		err = put_counter(b, NFT_MSG_NEWOBJ, "rx", s->addr, s->start.rx_packets,
-		                  s->start.rx_bytes);
-	if (!err)
-		err = put_elems(b, "tx", NFT_MSG_NEWSETELEM, add_ctr_elem, s, 1);
-	if (!err)
-		err = put_elems(b, "rx", NFT_MSG_NEWSETELEM, add_ctr_elem, s, 1);
+		err = put_counters(b, s);
+	for (size_t i = 0; i < NSIDES && !err; i++)
+		err = put_elems(b, sides[i], NFT_MSG_NEWSETELEM, add_ctr_elem, s, 1);
 	return err;
 }
 
@@ -1122,18 +1434,17 @@ body_lock(struct fw_batch *b, const void *arg)
 static int
 body_detach(struct fw_batch *b, const void *arg)
 {
-	static const char *const sides[] = {"tx", "rx"};
 	const struct fw_sbx *s = arg;
 	int err = body_lock(b, s);
 
-	for (size_t i = 0; i < 2 && !err; i++)
+	for (size_t i = 0; i < NSIDES && !err; i++)
 		err = put_counter(b, NFT_MSG_NEWOBJ, sides[i], s->addr, 0, 0);
-	for (size_t i = 0; i < 2 && !err; i++)
+	for (size_t i = 0; i < NSIDES && !err; i++)
 		err = put_elems(b, sides[i], NFT_MSG_NEWSETELEM, add_ctr_elem, s, 1);
 	/* The map elements go first: they hold references to the counters. */
-	for (size_t i = 0; i < 2 && !err; i++)
+	for (size_t i = 0; i < NSIDES && !err; i++)
 		err = put_elems(b, sides[i], NFT_MSG_DELSETELEM, add_ctr_elem, s, 1);
-	for (size_t i = 0; i < 2 && !err; i++)
+	for (size_t i = 0; i < NSIDES && !err; i++)
 		err = put_counter(b, NFT_MSG_DELOBJ, sides[i], s->addr, 0, 0);
 	if (!err)
 		err = put_elems(b, "hosts", NFT_MSG_NEWSETELEM, add_host, s, 1);
@@ -1158,6 +1469,52 @@ struct world {
 	size_t ns;
 };
 
+struct rule_def {
+	const char *chain;
+	rule_fn fill;
+	const void *arg;
+};
+
+/* The fixed rules, chain by chain in the order the table's comment shows
+ * (the lanes' redirects go after pre's). */
+static const struct rule_def pre_rules[] = {
+    {"pre", r_pre_ipv4_only, NULL},
+    {"pre", r_pre_spoof, NULL},
+    {"pre", r_count, "tx"},
+};
+
+static const struct rule_def fixed_rules[] = {
+    {"refuse", r_refuse_other_links, NULL},
+    {"refuse", r_input_doors, &door_tcp},
+    {"refuse", r_input_doors, &door_udp},
+    {"refuse", r_refuse_known_flows, NULL},
+    {"refuse", r_refuse_not_unicast, NULL},
+    {"refuse", r_refuse_count, NULL},
+    {"refuse", r_refuse_log, NULL},
+    {"refuse", r_refuse_answer, NULL},    /* tcp: a reset */
+    {"refuse", r_refuse_answer, "icmpx"}, /* the rest: admin-prohibited */
+    {"refuse", r_drop, NULL},
+    {"input", r_input_lo, NULL},
+    {"input", r_input_doors, &door_tcp},
+    {"input", r_input_doors, &door_udp},
+    {"output", r_count, NULL},
+    {"output", r_output_doors, &door_tcp},
+    {"output", r_output_doors, &door_udp},
+    {"output", r_output_rst, NULL},
+    {"output", r_output_prohibited, NULL},
+    {"output", r_output_drop, NULL},
+};
+
+static int
+put_rules(struct fw_batch *b, const struct rule_def *d, size_t n)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < n && !err; i++)
+		err = put_rule(b, d[i].chain, d[i].fill, d[i].arg);
+	return err;
+}
+
 static int
 put_skeleton(struct fw_batch *b, const struct world *w)
 {
@@ -1168,28 +1525,10 @@ put_skeleton(struct fw_batch *b, const struct world *w)
 	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]) && !err; i++)
 		err = put_set(b, &sets[i], (uint32_t)i + 1);
 	if (!err)
-		err = put_rule(b, "pre", r_pre_ipv4_only, NULL);
-	if (!err)
-		err = put_rule(b, "pre", r_pre_spoof, NULL);
-	if (!err)
-		err = put_rule(b, "pre", r_count, "tx");
+		err = put_rules(b, pre_rules, sizeof(pre_rules) / sizeof(pre_rules[0]));
 	for (size_t i = 0; i < w->nlanes && !err; i++)
 		err = put_lane_rules(b, &w->lanes[i]);
-	if (!err)
-		err = put_rule(b, "input", r_input_lo, NULL);
-	if (!err)
-		err = put_rule(b, "input", r_input_doors, &door_tcp);
-	if (!err)
-		err = put_rule(b, "input", r_input_doors, &door_udp);
-	if (!err)
-		err = put_rule(b, "output", r_count, NULL);
-	if (!err)
-		err = put_rule(b, "output", r_output_doors, &door_tcp);
-	if (!err)
-		err = put_rule(b, "output", r_output_doors, &door_udp);
-	if (!err)
-		err = put_rule(b, "output", r_output_drop, NULL);
-	return err;
+	return err ? err : put_rules(b, fixed_rules, sizeof(fixed_rules) / sizeof(fixed_rules[0]));
 }
 
 static int
@@ -1210,23 +1549,14 @@ body_reconcile(struct fw_batch *b, const void *arg)
 		err = put_table(b, NFT_MSG_NEWTABLE);
 	if (!err)
 		err = put_skeleton(b, w);
-	for (size_t i = 0; i < w->ns && !err; i++) {
-		const struct fw_sbx *s = &w->s[i];
-
-		err = put_counter(b, NFT_MSG_NEWOBJ, "tx", s->addr, s->start.tx_packets,
-		                  s->start.tx_bytes);
-		if (!err)
-			err = put_counter(b, NFT_MSG_NEWOBJ, "rx", s->addr, s->start.rx_packets,
-			                  s->start.rx_bytes);
-	}
+	for (size_t i = 0; i < w->ns && !err; i++)
+		err = put_counters(b, &w->s[i]);
 	if (!w->ns)
 		return err;
 	if (!err)
 		err = put_elems(b, "hosts", NFT_MSG_NEWSETELEM, add_host, w->s, w->ns);
-	if (!err)
-		err = put_elems(b, "tx", NFT_MSG_NEWSETELEM, add_ctr_elem, w->s, w->ns);
-	if (!err)
-		err = put_elems(b, "rx", NFT_MSG_NEWSETELEM, add_ctr_elem, w->s, w->ns);
+	for (size_t i = 0; i < NSIDES && !err; i++)
+		err = put_elems(b, sides[i], NFT_MSG_NEWSETELEM, add_ctr_elem, w->s, w->ns);
 	if (!err)
 		err = put_elems(b, "doors", NFT_MSG_NEWSETELEM, add_doors_if_unlocked, w->s, w->ns);
 	return err;
@@ -1675,14 +2005,20 @@ struct ctr_list {
 	size_t n, cap;
 };
 
-/* "tx-10.88.1.7" -> side 't', address; false for any other name. */
+/* "tx-10.88.1.7" -> its index in sides[], address; false for any other
+ * name. */
 static bool
-parse_ctr_name(const char *name, char *side, struct in_addr *a)
+parse_ctr_name(const char *name, size_t *side, struct in_addr *a)
 {
-	if (strncmp(name, "tx-", 3) != 0 && strncmp(name, "rx-", 3) != 0)
-		return false;
-	*side = name[0];
-	return inet_pton(AF_INET, name + 3, a) == 1;
+	for (size_t i = 0; i < NSIDES; i++) {
+		size_t n = strlen(sides[i]);
+
+		if (strncmp(name, sides[i], n) == 0 && name[n] == '-') {
+			*side = i;
+			return inet_pton(AF_INET, name + n + 1, a) == 1;
+		}
+	}
+	return false;
 }
 
 static int
@@ -1706,9 +2042,10 @@ obj_cb(const struct nlmsghdr *nlh, void *data)
 {
 	struct nftnl_obj *o = nftnl_obj_alloc();
 	struct ctr x = {0};
+	uint64_t pkts, bytes;
 	struct in_addr a;
 	const char *name;
-	char side;
+	size_t side;
 	int ret = MNL_CB_OK;
 
 	if (!o) {
@@ -1725,12 +2062,17 @@ obj_cb(const struct nlmsghdr *nlh, void *data)
 	    !parse_ctr_name(name, &side, &a))
 		goto out;
 	x.addr = ntohl(a.s_addr);
-	if (side == 't') {
-		x.n.tx_packets = nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS);
-		x.n.tx_bytes = nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_BYTES);
+	pkts = nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS);
+	bytes = nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_BYTES);
+	if (side == 0) {
+		x.n.tx_packets = pkts;
+		x.n.tx_bytes = bytes;
+	} else if (side == 1) {
+		x.n.rx_packets = pkts;
+		x.n.rx_bytes = bytes;
 	} else {
-		x.n.rx_packets = nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS);
-		x.n.rx_bytes = nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_BYTES);
+		x.n.refused_packets = pkts;
+		x.n.refused_bytes = bytes;
 	}
 	if (ctr_push(data, &x) < 0) {
 		errno = ENOMEM;
@@ -1763,6 +2105,8 @@ ctr_add(struct fw_counters *to, const struct fw_counters *x)
 	to->tx_bytes += x->tx_bytes;
 	to->rx_packets += x->rx_packets;
 	to->rx_bytes += x->rx_bytes;
+	to->refused_packets += x->refused_packets;
+	to->refused_bytes += x->refused_bytes;
 }
 
 int
@@ -1770,14 +2114,12 @@ fw_counters_get(struct fw_ctx *c, struct in_addr a, struct fw_counters *out)
 {
 	struct ctr_list l = {0};
 	char name[CTR_NAME_MAX];
-	int ret;
+	int ret = 0;
 
 	if (!c || !out)
 		return -EINVAL;
-	ctr_name("tx", a, name);
-	ret = get_counters(c, name, &l);
-	if (!ret) {
-		ctr_name("rx", a, name);
+	for (size_t i = 0; i < NSIDES && !ret; i++) {
+		ctr_name(sides[i], a, name);
 		ret = get_counters(c, name, &l);
 	}
 	memset(out, 0, sizeof(*out));

@@ -55,7 +55,7 @@ int fw_build_reconcile(struct fw_batch *b, const struct fw_lane *lanes, size_t n
                        const struct fw_sbx *s, size_t ns);
 
 /* Attaches s: its (ifname, address) pair passes the anti-spoofing check and
- * it gets its two counters (from s->start if new). A sandbox attached for
+ * it gets its three counters, tx, rx and refused (from s->start if new). A sandbox attached for
  * the first time is locked; attaching again changes nothing (s->unlocked is
  * not read). 0 or -EINVAL/-ENOMEM. */
 int fw_build_attach(struct fw_batch *b, const struct fw_sbx *s);
@@ -97,7 +97,7 @@ void fw_close(struct fw_ctx *c);
  * were not sent. An empty b is 0. */
 int fw_commit(struct fw_ctx *c, const struct fw_batch *b, char *err, size_t errsz);
 
-/* Reads sandbox a's counters. 0, -ENOENT when a is not attached (or there
+/* Reads sandbox a's counters (three GETOBJ requests). 0, -ENOENT when a is not attached (or there
  * is no table), other -errno. */
 int fw_counters_get(struct fw_ctx *c, struct in_addr a, struct fw_counters *out);
 

@@ -19,6 +19,7 @@
 #include "manager.h"
 #include "metrics.h"
 #include "policy.h"
+#include "refusals.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0"
@@ -812,11 +813,12 @@ h_show(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	if (strcmp(json_string_value(json_object_get(x.out, "state")), "claimed") == 0 &&
 	    gw_fleet_get(x.fleet, i->id, &fi) == 0)
 		json_object_set_new(x.out, "counters",
-				    json_pack("{s:I, s:I, s:I, s:I}", "tx_packets",
+				    json_pack("{s:I, s:I, s:I, s:I, s:I}", "tx_packets",
 					      (json_int_t)fi.tx_packets, "tx_bytes",
 					      (json_int_t)fi.tx_bytes, "rx_packets",
 					      (json_int_t)fi.rx_packets, "rx_bytes",
-					      (json_int_t)fi.rx_bytes));
+					      (json_int_t)fi.rx_bytes, "refused_packets",
+					      (json_int_t)fi.refused_packets));
 	gw_api_reply_json(r, 200, x.out);
 }
 
@@ -1652,6 +1654,7 @@ h_metrics(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		pool_mgr_each_pool(v->mgr, metrics_pool, &x);
 	}
 	gw_metrics_render(&b);
+	gw_refusals_metrics(gw_claims_fleet(v->claims), &b);
 	if (b.oom) {
 		free(b.p);
 		gw_api_reply_error(r, 500, "internal", "out of memory");

@@ -127,10 +127,11 @@ info_json(const struct gw_fleet_info *i, const struct conf *c)
 		n = gw_fleet_env(&c->lanes[i->lane], i->gateway, env, GW_FLEET_ENV_MAX);
 	for (size_t k = 0; k < n; k++)
 		json_array_append_new(e, json_string(env[k]));
-	o = json_pack("{s:b, s:s, s:s, s:b, s:b, s:o, s:I, s:I, s:I, s:I}", "ok", 1, "id", i->id,
-		      "lane", i->lane_name, "linked", i->linked, "unlocked", i->unlocked, "env", e,
-		      "tx_packets", (json_int_t)i->tx_packets, "tx_bytes", (json_int_t)i->tx_bytes,
-		      "rx_packets", (json_int_t)i->rx_packets, "rx_bytes", (json_int_t)i->rx_bytes);
+	o = json_pack("{s:b, s:s, s:s, s:b, s:b, s:o, s:I, s:I, s:I, s:I, s:I}", "ok", 1, "id",
+		      i->id, "lane", i->lane_name, "linked", i->linked, "unlocked", i->unlocked, "env",
+		      e, "tx_packets", (json_int_t)i->tx_packets, "tx_bytes",
+		      (json_int_t)i->tx_bytes, "rx_packets", (json_int_t)i->rx_packets, "rx_bytes",
+		      (json_int_t)i->rx_bytes, "refused_packets", (json_int_t)i->refused_packets);
 	if (!o)
 		return NULL;
 	if (i->linked) {

@@ -2,10 +2,11 @@
  * fleet.h for the model and lanes.h for the doors' side).
  *
  * Everything here runs on the main thread except gw_lane_who(), which the
- * workers call for every lane connection: the registry is guarded by a
- * read-write lock, written only in short sections after the nftables batch
- * for the change has been committed, so a door never sees a sandbox as
- * unlocked before the kernel lets its packets in. */
+ * workers call for every lane connection (and gw_fleet_id_at(), for the
+ * refusals' lines): the registry is guarded by a read-write lock, written
+ * only in short sections after the nftables batch for the change has been
+ * committed, so a door never sees a sandbox as unlocked before the kernel
+ * lets its packets in. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -200,6 +201,7 @@ struct fleet_lane {
 	const struct conf_lane *conf;
 	struct gw_addr_pool pool;
 	struct fw_lane nft;
+	uint64_t refused_gone;          /* refused packets of detached sandboxes (op_mu) */
 };
 
 struct gw_fleet {
@@ -490,12 +492,18 @@ static int
 fleet_detach(struct gw_fleet *f, const char *id, char *err, size_t errsz)
 {
 	struct fent *e = find_attached(f, id, "detach", err, errsz);
+	struct fw_counters last = { 0 };
 	int rc;
 
 	if (!e)
 		return -ENOENT;
+	/* Its refusals stay in its lane's total (/metrics) once its counter
+	 * is gone. (A refusal between this read and the batch is not.) */
+	if (e->info.linked && fw_counters_get(f->nft, e->info.addr, &last) < 0)
+		memset(&last, 0, sizeof(last));
 	if (e->info.linked && (rc = commit_op(f, fw_build_detach, e, "detach", err, errsz)) < 0)
 		return rc;
+	f->lanes[e->info.lane].refused_gone += last.refused_packets;
 	mark_locked(e);
 	pthread_rwlock_wrlock(&reg_lock);
 	unhash(e);
@@ -525,6 +533,7 @@ fill_counters(struct gw_fleet *f, struct gw_fleet_info *i)
 		i->tx_bytes = n.tx_bytes;
 		i->rx_packets = n.rx_packets;
 		i->rx_bytes = n.rx_bytes;
+		i->refused_packets = n.refused_packets;
 	}
 }
 
@@ -633,6 +642,82 @@ gw_fleet_each(struct gw_fleet *f, void (*fn)(void *arg, const struct gw_fleet_in
 	pthread_mutex_lock(&op_mu);
 	rc = fleet_each(f, fn, arg);
 	pthread_mutex_unlock(&op_mu);
+	return rc;
+}
+
+/* ---- the refusals' lookups ------------------------------------------- */
+
+int
+gw_fleet_id_at(struct in_addr a, char *id)
+{
+	int rc = -ENOENT;
+
+	pthread_rwlock_rdlock(&reg_lock);
+	for (struct fent *e = reg_hash[addr_hash(a)]; e; e = e->hnext) {
+		if (e->info.addr.s_addr == a.s_addr) {
+			memcpy(id, e->info.id, sizeof(e->info.id));
+			rc = 0;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&reg_lock);
+	return rc;
+}
+
+int
+gw_fleet_refused(struct gw_fleet *f, struct in_addr a, uint64_t *packets)
+{
+	struct fw_counters n;
+	int rc;
+
+	pthread_mutex_lock(&op_mu);
+	rc = fw_counters_get(f->nft, a, &n);
+	pthread_mutex_unlock(&op_mu);
+	if (rc == 0)
+		*packets = n.refused_packets;
+	return rc;
+}
+
+struct lane_sums {
+	const struct gw_fleet *f;
+	uint64_t *sum;                  /* [nlanes] */
+};
+
+static int
+sum_refused(void *arg, struct in_addr a, const struct fw_counters *n)
+{
+	struct lane_sums *x = arg;
+
+	for (size_t i = 0; i < x->f->nlanes; i++) {
+		const struct fw_lane *l = &x->f->lanes[i].nft;
+		uint32_t m = l->prefix ? ~0u << (32 - l->prefix) : 0;
+
+		if ((ntohl(a.s_addr) & m) == ntohl(l->subnet.s_addr)) {
+			x->sum[i] += n->refused_packets;
+			break;
+		}
+	}
+	return 0;
+}
+
+int
+gw_fleet_refused_lanes(struct gw_fleet *f,
+		       void (*fn)(void *arg, const char *lane, uint64_t packets), void *arg)
+{
+	struct lane_sums x = { f, calloc(f->nlanes ? f->nlanes : 1, sizeof(uint64_t)) };
+	int rc;
+
+	if (!x.sum)
+		return -ENOMEM;
+	pthread_mutex_lock(&op_mu);
+	rc = fw_counters_dump(f->nft, sum_refused, &x);
+	for (size_t i = 0; i < f->nlanes; i++)
+		x.sum[i] += f->lanes[i].refused_gone;
+	pthread_mutex_unlock(&op_mu);
+	for (size_t i = 0; i < f->nlanes && rc == 0; i++)
+		if (f->lanes[i].conf->egress)
+			fn(arg, f->lanes[i].conf->name, x.sum[i]);
+	free(x.sum);
 	return rc;
 }
 

@@ -78,6 +78,7 @@ struct gw_fleet_info {
 	char policy[64];                /* the layer's policy, "" while locked */
 	char version[24];               /* the layer's version hash */
 	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
+	uint64_t refused_packets;       /* sent where no door serves it, refused */
 };
 
 /* Creates or re-adopts the fleet namespace for c and rebuilds its links
@@ -126,6 +127,20 @@ int gw_fleet_get(struct gw_fleet *f, const char *id, struct gw_fleet_info *out);
 /* Calls fn for every sandbox, in attach order; returns how many. */
 size_t gw_fleet_each(struct gw_fleet *f, void (*fn)(void *arg, const struct gw_fleet_info *i),
 		     void *arg);
+
+/* For the refusals' log (refusals.h). The id of the sandbox at address a,
+ * copied into id (GW_FLEET_ID_MAX + 1 bytes): 0 or -ENOENT. Any thread
+ * (the registry's read lock). */
+int gw_fleet_id_at(struct in_addr a, char *id);
+/* The refused-packet counter of the sandbox at address a, read from the
+ * table now: 0 or -ENOENT (not attached), another -errno. */
+int gw_fleet_refused(struct gw_fleet *f, struct in_addr a, uint64_t *packets);
+/* Calls fn once per lane with a link (in configuration order) with every
+ * packet its sandboxes had refused: those attached now, and those
+ * detached since the fleet opened. 0 or the -errno of reading the table
+ * (fn not called). */
+int gw_fleet_refused_lanes(struct gw_fleet *f,
+			   void (*fn)(void *arg, const char *lane, uint64_t packets), void *arg);
 
 /* The environment every sandbox of lane `lane` gets: the proxy variables
  * (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY and their lowercase forms)

@@ -473,8 +473,18 @@ check "exec in a released sandbox -> 409 sandbox-ended" eval 'status 409 && is "
 check "its processes are gone" pids_gone "$A2" $A2_PIDS
 check "its cgroups are gone" test -z "$(cg_dirs "$A2")"
 check "its link ($(ifname_of "$A2_ADDR")) is gone" link_gone "$A2_ADDR"
+# A connection no door serves (port 9 of its gateway, the proxy variables
+# set aside) is refused at once, and counted as the sandbox's.
+acme POST "/v1/sandboxes/$A1/exec" "${JS[@]}" '{"argv":["sh","-c","unset http_proxy HTTP_PROXY; wget -q -O /dev/null http://10.88.1.1:9/ 2>&1; true"],"timeout_seconds":30}'
+check "a connection no door serves is refused at once (wget: $(j 'd["stdout"].strip()'))" \
+	eval 'status 200 && is "\"Connection refused\" in d[\"stdout\"]" true'
 acme GET "/v1/sandboxes/$A1"
-check "a live claim shows counters" eval 'status 200 && is "sorted(d[\"counters\"])" "[\"rx_bytes\", \"rx_packets\", \"tx_bytes\", \"tx_packets\"]"'
+check "a live claim shows counters, refused packets too" \
+	eval 'status 200 && is "sorted(d[\"counters\"])" "[\"refused_packets\", \"rx_bytes\", \"rx_packets\", \"tx_bytes\", \"tx_packets\"]" &&
+		is "d[\"counters\"][\"refused_packets\"] >= 1" true'
+op GET /metrics
+check "/metrics counts the lane's refusals (sluice_fleet_refused_total{lane=\"egress\"})" \
+	eval 'status 200 && grep -Eq "^sluice_fleet_refused_total\{lane=\"egress\"\} [1-9][0-9]*$" <<<"$B"'
 acme DELETE "/v1/sandboxes/$A1"
 check "A1 released" is 'd["result"]' released
 other DELETE "/v1/sandboxes/$O1"

@@ -8,19 +8,22 @@
 # a locked sandbox reaches no door; an unlocked one reaches its lane's doors
 # (forward, CONNECT, SOCKS, and the transparent ones for http and https with
 # --noproxy '*') and nothing else: not the gateway's other ports, not the
-# other lane's door, not another sandbox, not the internet directly, not
-# with a forged source address; a denied name is refused at every door;
-# the none lane has no network; counters move; lock takes effect; the
-# fleet drops a guest's UDP, ICMP and IPv6; the lane doors refuse a locked
+# other lane's door, not the internet directly (each refused at once, with
+# a reset), not another sandbox, not with a forged source address (those
+# dropped); a denied name is refused at every door; the none lane has no
+# network; counters move; lock takes effect; the fleet refuses a guest's
+# TCP and UDP that no door serves at once, counts it per sandbox and logs
+# it rate-limited, refuses ICMP and drops IPv6; the lane doors refuse a locked
 # sandbox (403 sandbox-locked) and a source that is no sandbox of the lane
 # (403 not-a-sandbox) themselves; SIGKILL and restart leave exactly one
 # ruleset; 200 attach/unlock/lock/detach cycles leave nothing behind; a
 # clean exit keeps or tears down the fleet as configured.
 #
 # A negative check is only evidence with its setup proven: each one says
-# how it fails (curl's exit code and message: 28, a connection attempt that
-# timed out, is a packet dropped; 45, a source address that could not be
-# bound, proves nothing) and, where a rule is what drops, that the packets
+# how it fails (curl's exit code and message: 7 with "Connection refused"
+# in its -v lines is the fleet's reset; 28, a connection attempt that timed
+# out, is a packet dropped; 45, a source address that could not be bound,
+# proves nothing) and, where a rule is what stops it, that the packets
 # reached the fleet (a counter) before it shows they went no further.
 # shellcheck disable=SC2016 # the checks' single-quoted expressions are eval'd later
 . "$(dirname "$0")/lib.sh"
@@ -195,6 +198,11 @@ CURL=(curl -sS --connect-timeout 2 -m 8)
 # nor 45 (the source address could not be bound) nor 7 (refused or no
 # route).
 DROPPED='^curl: \(28\) (Failed to connect to .* Timeout was reached|Connection timed out after)'
+# What curl -v says when the fleet refused the connection: a reset came
+# back (curl's own message, "Couldn't connect to server", is the same for
+# a reset and for no route).
+RCURL=("${CURL[@]}" -v)
+REFUSED='^\* connect to [0-9.]+ port [0-9]+ failed: Connection refused'
 # until_ok SECONDS COMMAND...: polls COMMAND until it succeeds. The bound
 # is a safety net against a hang, not an assertion about time.
 until_ok() {
@@ -250,8 +258,8 @@ check "the lane doors listen in the fleet" \
 		 F ss -Hltn | grep -q '10.88.2.1:3128'"
 check "the host door stays in the daemon's namespace" bash -c "ip netns exec '$gw' ss -Hltn | grep -q '127.0.0.1:3128'"
 TABLE0=$(F nft list table inet sluice)
-check "the table has its five chains" \
-	test "$(grep -cE '^\s+chain (pre|nat_pre|input|forward|output) ' <<<"$TABLE0")" = 5
+check "the table has its six chains" \
+	test "$(grep -cE '^\s+chain (pre|nat_pre|refuse|input|forward|output) ' <<<"$TABLE0")" = 6
 gw_tables_untouched() {
 	local t
 	t=$(ip netns exec "$gw" nft list tables) && ! grep -v sl_e2e <<<"$t" | grep -q .
@@ -268,21 +276,23 @@ check "b got the next address" test "$ADDR_b" = 10.88.1.3
 check "o is on its own lane" test "$ADDR_o" = 10.88.2.2
 # The counters' listing, read first, names a's counters (the check that
 # 200 cycles leave none below looks for them the same way).
-sluice_counters() { local t; t=$(F nft list counters table inet sluice) && grep -E 'counter (tx|rx)-' <<<"$t"; }
+sluice_counters() { local t; t=$(F nft list counters table inet sluice) && grep -E 'counter (tx|rx|refused)-' <<<"$t"; }
 a_counters_listed() {
 	local t re=${ADDR_a//./\\.}
-	t=$(sluice_counters) && grep -Eq "counter tx-$re " <<<"$t" && grep -Eq "counter rx-$re " <<<"$t"
+	t=$(sluice_counters) && grep -Eq "counter tx-$re " <<<"$t" && grep -Eq "counter rx-$re " <<<"$t" &&
+		grep -Eq "counter refused-$re " <<<"$t"
 }
 check "(a's counters are listed as counter objects)" a_counters_listed
 
-# A timed-out connection attempt is a dropped packet only if the packets
-# got to the fleet: a dead link times out too. An observer table of the
-# test's own counts the SYNs (not SYN-ACKs) that come in from a's link
-# with a's address before the table's pre chain (prerouting, -350; the
-# table's is -300), and those that got past the table's input chain
-# (input, 10; the table's is 0); the same from b's link with a's address
-# (forged) before the pre chain and after it (-250), and from b's link
-# with b's own address after it. A dropped attempt: "in" grew, "past" not.
+# A refused or timed-out connection attempt is the table's doing only if
+# the packets got to the fleet: a dead link times out too. An observer
+# table of the test's own counts the SYNs (not SYN-ACKs) that come in from
+# a's link with a's address before the table's pre chain (prerouting,
+# -350; the table's is -300), and those that got past the table's input
+# chain (input, 10; the table's is 0); the same from b's link with a's
+# address (forged) before the pre chain and after it (-250), and from b's
+# link with b's own address after it. A stopped attempt: "in" grew, "past"
+# not.
 # And, in an arp table, a's ARP requests for b's address (a's own subnet:
 # a asks for b on its link) and the fleet's replies that would answer them.
 F nft -f - <<NFT
@@ -328,7 +338,7 @@ dobs() {
 }
 # dmark IN PAST: the two counts before an attempt. dropped IN PAST: since
 # the mark, IN grew (the SYNs reached the fleet) and PAST did not (the
-# table stopped them). moved IN PAST: both grew (the observer sees what
+# table stopped them: refused, or dropped). moved IN PAST: both grew (the observer sees what
 # gets through: its "past" counter is no counter that never counts).
 dmark() { DIN0=$(dobs "$1" || true) DPAST0=$(dobs "$2" || true); }
 dcounts() {
@@ -363,17 +373,20 @@ check "a line that is not JSON gets an error" test "$(jget error.code)" = bad_re
 
 # (Unlocked, the same commands get through: below.)
 dmark a_in a_past
-check "locked: the forward door is unreachable (connect timeout)" \
-	fails_as 28 "$DROPPED" sbx a -- "${CURL[@]}" -x http://10.88.1.1:3128 http://origin.test/
-check "... its SYNs reached the fleet and got no further than the table's input chain" dropped a_in a_past
+check "locked: the forward door refuses at once (a reset)" \
+	fails_as 7 "$REFUSED" sbx a -- "${RCURL[@]}" -x http://10.88.1.1:3128 http://origin.test/
+check "... its SYNs reached the fleet and got no further than the table's refuse chain" dropped a_in a_past
 dmark a_in a_past
-check "locked: the SOCKS door is unreachable (connect timeout)" \
-	fails_as 28 "$DROPPED" sbx a -- "${CURL[@]}" --socks5-hostname 10.88.1.1:1080 http://origin.test/
-check "... its SYNs reached the fleet and got no further than the table's input chain" dropped a_in a_past
+check "locked: the SOCKS door refuses at once (a reset)" \
+	fails_as 7 "$REFUSED" sbx a -- "${RCURL[@]}" --socks5-hostname 10.88.1.1:1080 http://origin.test/
+check "... its SYNs reached the fleet and got no further than the table's refuse chain" dropped a_in a_past
 dmark a_in a_past
-check "locked: transparent http goes nowhere (connect timeout)" \
-	fails_as 28 "$DROPPED" sbx a -- "${CURL[@]}" --resolve origin.test:80:10.99.0.10 http://origin.test/
-check "... its SYNs reached the fleet and got no further than the table's input chain" dropped a_in a_past
+# (The reset comes from the address the guest dialled, not the door it was
+# redirected to: the guest's stack would ignore it otherwise.)
+check "locked: transparent http is refused at once, by the address dialled" \
+	fails_as 7 '^\* connect to 10\.99\.0\.10 port 80 failed: Connection refused' \
+	sbx a -- "${RCURL[@]}" --resolve origin.test:80:10.99.0.10 http://origin.test/
+check "... its SYNs reached the fleet and got no further than the table's refuse chain" dropped a_in a_past
 
 # --- unlocked -------------------------------------------------------------
 ctl '{"op":"unlock","id":"a","policy":"web"}'
@@ -477,17 +490,17 @@ ip netns exec "$FLEET" "$PY" -m http.server --bind 10.88.1.1 8080 >/dev/null 2>&
 track $!
 check "(the fleet itself reaches 10.88.1.1:8080)" until_ok 10 quiet F "${CURL[@]}" http://10.88.1.1:8080/
 dmark a_in a_past
-check "not the gateway's other ports (connect timeout)" \
-	fails_as 28 "$DROPPED" sbx a -- "${CURL[@]}" --noproxy '*' http://10.88.1.1:8080/
-check "... its SYNs reached the fleet and got no further than the table's input chain" dropped a_in a_past
+check "not the gateway's other ports (refused at once)" \
+	fails_as 7 "$REFUSED" sbx a -- "${RCURL[@]}" --noproxy '*' http://10.88.1.1:8080/
+check "... its SYNs reached the fleet and got no further than the table's refuse chain" dropped a_in a_past
 dmark a_in a_past
-check "not the other lane's door (connect timeout)" \
-	fails_as 28 "$DROPPED" sbx a -- "${CURL[@]}" -x http://10.88.2.1:3128 http://origin.test/
-check "... its SYNs reached the fleet and got no further than the table's input chain" dropped a_in a_past
+check "not the other lane's door (refused at once)" \
+	fails_as 7 "$REFUSED" sbx a -- "${RCURL[@]}" -x http://10.88.2.1:3128 http://origin.test/
+check "... its SYNs reached the fleet and got no further than the table's refuse chain" dropped a_in a_past
 check "(the daemon's namespace reaches 10.99.0.20:7004)" quiet G "${CURL[@]}" http://10.99.0.20:7004/
 dmark a_in a_past
-check "not the internet directly, a port with no redirect (connect timeout)" \
-	fails_as 28 "$DROPPED" sbx a -- "${CURL[@]}" --noproxy '*' http://10.99.0.20:7004/
+check "not the internet directly, a port with no redirect (refused at once)" \
+	fails_as 7 "$REFUSED" sbx a -- "${RCURL[@]}" --noproxy '*' http://10.99.0.20:7004/
 check "... its SYNs reached the fleet and went no further" dropped a_in a_past
 
 # Another sandbox: b runs a server; a cannot reach it, and b's own
@@ -538,8 +551,8 @@ TXA1=$(pkts a tx || true)
 check "... dropped before it counted as a's (a's tx packets $TXA, now $TXA1)" same_count "$TXA" "$TXA1"
 TXB=$(pkts b tx || true)
 BP0=$(dobs b_past || true)
-check "b, locked, reaches no door from its own address (connect timeout)" \
-	fails_as 28 "$DROPPED" B "${CURL[@]}" --interface 10.88.1.3 -x http://10.88.1.1:3128 http://origin.test/
+check "b, locked, reaches no door from its own address (refused at once)" \
+	fails_as 7 "$REFUSED" B "${RCURL[@]}" --interface 10.88.1.3 -x http://10.88.1.1:3128 http://origin.test/
 TXB1=$(pkts b tx || true) BP1=$(dobs b_past || true)
 check "... though its packets reached the fleet as b's (b's tx packets $TXB, now $TXB1)" \
 	eval 'num "$TXB" && num "$TXB1" && [ "$TXB1" -gt "$TXB" ]'
@@ -626,14 +639,14 @@ wait "$TJOB" || true
 check "a tunnel open before the lock carries nothing after it ($(tr '\n' ' ' <"$E2E_TMP/tunnel.out"))" \
 	bash -c "grep -qx first=ok '$E2E_TMP/tunnel.out' && grep -Eqx 'second=(timeout|TimeoutError)' '$E2E_TMP/tunnel.out'"
 dmark a_in a_past
-check "locked again: the forward door is unreachable (connect timeout)" \
-	fails_as 28 "$DROPPED" sbx a --proxy -- "${CURL[@]}" http://origin.test/
-check "... its SYNs reached the fleet and got no further than the table's input chain" dropped a_in a_past
+check "locked again: the forward door refuses at once (a reset)" \
+	fails_as 7 "$REFUSED" sbx a --proxy -- "${RCURL[@]}" http://origin.test/
+check "... its SYNs reached the fleet and got no further than the table's refuse chain" dropped a_in a_past
 check "(the observer tables removed)" eval 'F nft delete table inet sl_e2e_door && F nft delete table arp sl_e2e_arp'
 ctl '{"op":"lock","id":"a"}'
 check "lock is idempotent" test "$(jget ok)" = true
 
-# --- what the fleet drops: a guest's UDP, ICMP and IPv6 ---------------------
+# --- what the fleet refuses (TCP, UDP, ICMP) and drops (IPv6) ----------------
 # u's network is entered with host tools (a guest as privileged there as a
 # VM's root) to send what a guest could. Each kind is shown to leave the
 # guest (the send succeeds) and to reach the fleet (u's tx counter, counted
@@ -654,6 +667,53 @@ u_up() {
 check "u's sandbox runs, its address on eth0" until_ok 30 u_up
 out=$(U "${CURL[@]}" -x http://10.88.1.1:3128 http://origin.test/ 2>&1 || true)
 check "u's network reaches its door over TCP ($out)" test "$out" = "hello from origin"
+
+# Refused at once: TCP to an address and port no door serves gets a reset,
+# UDP an ICMP "administratively prohibited" (which a connected socket's
+# recv() reports as EHOSTUNREACH). probe.py tries COUNT times, each with
+# 20 s to spare, and tells what each try ended with: ECONNREFUSED (a
+# reset), EHOSTUNREACH (the ICMP error), TimeoutError (a silent drop),
+# and how long all took (shown, not judged).
+cat >"$E2E_TMP/probe.py" <<'PY'
+import errno, socket, sys, time
+kind, host, port, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+got = {}
+t0 = time.monotonic()
+for _ in range(count):
+    if kind == "tcp":
+        s = socket.socket()
+    else:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(20)
+    try:
+        s.connect((host, port))
+        if kind == "udp":
+            s.send(b"from-guest")
+            s.recv(64)
+        r = "answered"
+    except OSError as e:
+        r = errno.errorcode.get(e.errno, type(e).__name__) if e.errno else type(e).__name__
+    s.close()
+    got[r] = got.get(r, 0) + 1
+print(" ".join("%s=%d" % kv for kv in sorted(got.items())), "in %.0f ms" % ((time.monotonic() - t0) * 1000))
+PY
+R0=$(pkts u refused || true)
+mark
+out=$(U "$PY" "$E2E_TMP/probe.py" tcp 10.99.0.20 5432 1 2>&1 || true)
+check "u's TCP to 10.99.0.20:5432, which no door serves, is refused at once ($out)" \
+	eval '[[ $out == "ECONNREFUSED=1 in "* ]]'
+check "... and the log says so, naming the sandbox and what it tried" \
+	logged "fleet: sandbox u tried tcp 10\.99\.0\.20:5432 \(refused\)$"
+out=$(U "$PY" "$E2E_TMP/probe.py" tcp 10.99.0.20 5432 30 2>&1 || true)
+check "30 tries more: each refused at once ($out)" eval '[[ $out == "ECONNREFUSED=30 in "* ]]'
+out=$(U "$PY" "$E2E_TMP/probe.py" udp 10.99.0.20 53 1 2>&1 || true)
+check "u's UDP to 10.99.0.20:53 gets an ICMP error back ($out)" eval '[[ $out == "EHOSTUNREACH=1 in "* ]]'
+check "... all 32 counted in u's refused counter (from $R0)" \
+	until_ok 10 eval 'num "$R0" && pkts_at_least u refused $((R0 + 32))'
+# One line per sandbox per 5 s: the other 31 are owed to the window's end
+# (checked below, once the UDP, ICMP and IPv6 checks have taken their time).
+check "... and logged once so far ($(since | grep 'fleet: sandbox u tried' | sed 's/.*fleet: /fleet: /'))" \
+	test "$(since | grep -c 'fleet: sandbox u tried')" = 1
 
 # UDP: to port 53 of its gateway (where a guest would look for DNS). A
 # listener there hears the fleet itself, before and after u's datagrams,
@@ -686,7 +746,7 @@ check "u sends 5 UDP datagrams to 10.88.1.1:53 ($out bytes)" test "$out" = 50
 check "... they reach the fleet (u's tx packets from $T0)" until_ok 10 pkts_at_least u tx $((T0 + 5))
 F "$PY" "$E2E_TMP/udp.send" 10.88.1.1 fleet-after 1 >/dev/null
 check "(the listener hears the fleet after them)" wait_for "$E2E_TMP/udp.out" '^fleet-after from ' 10
-check "... and nothing of u's: the fleet dropped them" bash -c "! grep -q from-guest '$E2E_TMP/udp.out'"
+check "... and nothing of u's: the fleet refused them" bash -c "! grep -q from-guest '$E2E_TMP/udp.out'"
 kill "$UDPL"
 
 # ICMP: echo requests to its gateway. The fleet's own stack counts every
@@ -715,8 +775,9 @@ check "... they reach the fleet (u's tx packets from $T0)" until_ok 10 pkts_at_l
 out=$(F "$PY" "$E2E_TMP/echo.py" 10.88.1.1 1 2>&1 || true)
 check "(the fleet's own echo request to 10.88.1.1 is counted: InEchos from $E0)" \
 	until_ok 10 eval '[ "$(in_echos)" -ge $((E0 + 1)) ]'
-check "... and none of u's: the fleet dropped them (InEchos $E0 + 1 = $(in_echos))" \
+check "... and none of u's: the fleet refused them (InEchos $E0 + 1 = $(in_echos))" \
 	test "$(in_echos)" = $((E0 + 1))
+
 
 # IPv6: u's eth0 speaks it (a link-local address), and what it sends to
 # all nodes of its link (UDP and ICMPv6 echo) dies at the fleet's end of
@@ -781,6 +842,16 @@ check "... the IPv6 ones reach the prerouting hook (before the table: $(obs v6_b
 check "(the IPv4 one is seen after the table's pre chain: $(obs v4_after))" \
 	until_ok 10 eval '[ "$(obs v4_after)" -ge 1 ]'
 check "... but no IPv6 is: the table dropped it ($(obs v6_after) after)" test "$(obs v6_after)" = 0
+# The window u's first refusal opened (5 s) ends with one line for the
+# rest: the latest sample, and how many more the counter saw (31 or more:
+# the probes above, and the UDP, ICMP and IPv4 datagrams since).
+SUMMARY='fleet: sandbox u tried [a-z]+ [0-9.:]+.* \(refused; ([0-9]+) more since [0-9]{2}:[0-9]{2}:[0-9]{2}Z\)$'
+u_lines() { since | grep 'fleet: sandbox u tried' | sed 's/.*fleet: /fleet: /'; }
+check "the refusals after u's first are summed into one line at the window's end" \
+	until_ok 10 eval 'since | grep -Eq "$SUMMARY"'
+N=$(since | grep -E "$SUMMARY" | head -n1 | sed -E "s/.*refused; ([0-9]+) more.*/\1/")
+check "... the second line for u, saying 31 or more more ($(u_lines | sed -n 2p))" \
+	eval 'num "$N" && [ "$N" -ge 31 ] && u_lines | sed -n 2p | grep -Eq "$SUMMARY"'
 F sh -c "echo 1 >/proc/sys/net/ipv6/conf/$IF_u/disable_ipv6"
 F nft delete table inet sl_e2e_obs
 kill "$UJOB"
@@ -917,7 +988,7 @@ PY
 check "200 attach/unlock/lock/detach cycles ($(cat "$E2E_TMP/cycles.out"))" grep -q '^200 cycles' "$E2E_TMP/cycles.out"
 check "... leave the ruleset as it was" test "$(F nft list table inet sluice)" = "$TABLE0"
 check "... and no counter object" \
-	eval 't=$(F nft list counters table inet sluice) && ! grep -qE "counter (tx|rx)-" <<<"$t"'
+	eval 't=$(F nft list counters table inet sluice) && ! grep -qE "counter (tx|rx|refused)-" <<<"$t"'
 check "... and the addresses as they were" \
 	test "$(ip -n "$FLEET" -4 -o addr | grep -c .)" = 3
 

@@ -593,8 +593,10 @@ test_attach(void **state)
 	    {NFT_MSG_NEWSETELEM, "hosts", 1},
 	    {NFT_MSG_NEWOBJ, "tx-10.88.1.7", ANY},
 	    {NFT_MSG_NEWOBJ, "rx-10.88.1.7", ANY},
+	    {NFT_MSG_NEWOBJ, "refused-10.88.1.7", ANY},
 	    {NFT_MSG_NEWSETELEM, "tx", 1},
 	    {NFT_MSG_NEWSETELEM, "rx", 1},
+	    {NFT_MSG_NEWSETELEM, "refused", 1},
 	    {END, NULL, ANY},
 	};
 	struct fw_sbx s = sbx(&lanes[L_TRANS], 7, true);
@@ -602,16 +604,18 @@ test_attach(void **state)
 	struct dec d;
 
 	(void)state;
-	s.start = (struct fw_counters){1, 2, 3, 4};
+	s.start = (struct fw_counters){1, 2, 3, 4, 5, 6};
 	assert_int_equal(fw_build_attach(b, &s), 0);
 	decode(b, &d);
-	expect(&d, w, 7); /* s.unlocked is not read: no doors */
+	expect(&d, w, 9); /* s.unlocked is not read: no doors */
 	each_elem(&d.m[1], check_host_key, NULL);
 	check_counter(&d.m[2], 1, 2);
 	check_counter(&d.m[3], 3, 4);
-	each_elem(&d.m[4], check_ctr_elem, "tx-10.88.1.7");
-	each_elem(&d.m[5], check_ctr_elem, "rx-10.88.1.7");
-	for (size_t i = 1; i < 6; i++)
+	check_counter(&d.m[4], 5, 6);
+	each_elem(&d.m[5], check_ctr_elem, "tx-10.88.1.7");
+	each_elem(&d.m[6], check_ctr_elem, "rx-10.88.1.7");
+	each_elem(&d.m[7], check_ctr_elem, "refused-10.88.1.7");
+	for (size_t i = 1; i < 8; i++)
 		assert_true(d.m[i].flags & NLM_F_CREATE);
 	dec_free(&d);
 	fw_batch_free(b);
@@ -705,12 +709,16 @@ test_detach(void **state)
 	    {NFT_MSG_DELSETELEM, "doors", 3},
 	    {NFT_MSG_NEWOBJ, "tx-10.88.1.7", ANY},
 	    {NFT_MSG_NEWOBJ, "rx-10.88.1.7", ANY},
+	    {NFT_MSG_NEWOBJ, "refused-10.88.1.7", ANY},
 	    {NFT_MSG_NEWSETELEM, "tx", 1},
 	    {NFT_MSG_NEWSETELEM, "rx", 1},
+	    {NFT_MSG_NEWSETELEM, "refused", 1},
 	    {NFT_MSG_DELSETELEM, "tx", 1},
 	    {NFT_MSG_DELSETELEM, "rx", 1},
+	    {NFT_MSG_DELSETELEM, "refused", 1},
 	    {NFT_MSG_DELOBJ, "tx-10.88.1.7", ANY},
 	    {NFT_MSG_DELOBJ, "rx-10.88.1.7", ANY},
+	    {NFT_MSG_DELOBJ, "refused-10.88.1.7", ANY},
 	    {NFT_MSG_NEWSETELEM, "hosts", 1},
 	    {NFT_MSG_DELSETELEM, "hosts", 1},
 	    {END, NULL, ANY},
@@ -723,8 +731,9 @@ test_detach(void **state)
 	assert_int_equal(fw_build_detach(b, &s), 0);
 	decode(b, &d);
 	expect(&d, w, sizeof(w) / sizeof(w[0]));
-	each_elem(&d.m[8], check_ctr_elem, "rx-10.88.1.7");
-	each_elem(&d.m[12], check_host_key, NULL);
+	each_elem(&d.m[10], check_ctr_elem, "rx-10.88.1.7");
+	each_elem(&d.m[11], check_ctr_elem, "refused-10.88.1.7");
+	each_elem(&d.m[15], check_host_key, NULL);
 	dec_free(&d);
 	fw_batch_free(b);
 }
@@ -743,7 +752,7 @@ test_batches_append(void **state)
 	assert_int_equal(fw_build_remove(b), 0);
 	decode(b, &d);
 	assert_int_equal(d.batches, 3);
-	assert_int_equal(d.n, 7 + 3 + 4);
+	assert_int_equal(d.n, 9 + 3 + 4);
 	dec_free(&d);
 	fw_batch_free(b);
 }
@@ -761,6 +770,12 @@ check_set(const struct msg *m, uint32_t key_type, uint32_t key_len, uint32_t fla
 	assert_int_equal(nftnl_set_get_u32(s, NFTNL_SET_FLAGS), flags);
 	if (flags & NFT_SET_OBJECT)
 		assert_int_equal(nftnl_set_get_u32(s, NFTNL_SET_OBJ_TYPE), NFT_OBJECT_COUNTER);
+	if (flags & NFT_SET_EVAL) { /* a meter: bounded, and forgets idle sandboxes */
+		assert_int_equal(nftnl_set_get_u32(s, NFTNL_SET_DESC_SIZE), 65536);
+		assert_int_equal(nftnl_set_get_u64(s, NFTNL_SET_TIMEOUT), 60000);
+	} else {
+		assert_false(nftnl_set_is_set(s, NFTNL_SET_TIMEOUT));
+	}
 	nftnl_set_free(s);
 }
 
@@ -889,10 +904,10 @@ test_reconcile(void **state)
 {
 	struct fw_sbx *s = calloc(N_SBX, sizeof(*s));
 	struct fw_batch *b = fw_batch_new();
-	size_t want_doors = 0, nobj = 0, i, rules[4] = {0};
-	size_t elems[4] = {0}; /* hosts, tx, rx, doors */
-	static const char *const setn[] = {"hosts", "tx", "rx", "doors"};
-	static const char *const chainn[] = {"pre", "nat_pre", "input", "output"};
+	size_t want_doors = 0, nobj = 0, i, rules[5] = {0};
+	size_t elems[5] = {0}; /* hosts, tx, rx, doors, refused */
+	static const char *const setn[] = {"hosts", "tx", "rx", "doors", "refused"};
+	static const char *const chainn[] = {"pre", "nat_pre", "input", "output", "refuse"};
 	struct dec d;
 
 	(void)state;
@@ -916,46 +931,57 @@ test_reconcile(void **state)
 	check_chain(&d.m[4], "filter", NF_INET_PRE_ROUTING, -300, NF_ACCEPT);
 	assert_string_equal(d.m[5].name, "nat_pre");
 	check_chain(&d.m[5], "nat", NF_INET_PRE_ROUTING, -100, NF_ACCEPT);
-	assert_string_equal(d.m[6].name, "input");
-	check_chain(&d.m[6], "filter", NF_INET_LOCAL_IN, 0, NF_DROP);
-	assert_string_equal(d.m[7].name, "forward");
-	check_chain(&d.m[7], "filter", NF_INET_FORWARD, 0, NF_DROP);
-	assert_string_equal(d.m[8].name, "output");
-	check_chain(&d.m[8], "filter", NF_INET_LOCAL_OUT, 0, NF_ACCEPT);
-	assert_string_equal(d.m[9].name, "hosts");
-	check_set(&d.m[9], (41 << 6) | 7, 20, 0);
-	assert_string_equal(d.m[10].name, "doors");
-	check_set(&d.m[10], (((7 << 6) | 7) << 6) | 13, 12, 0);
-	assert_string_equal(d.m[11].name, "tx");
-	check_set(&d.m[11], 7, 4, NFT_SET_OBJECT);
-	assert_string_equal(d.m[12].name, "rx");
+	assert_string_equal(d.m[6].name, "refuse");
+	check_chain(&d.m[6], "filter", NF_INET_PRE_ROUTING, -90, NF_ACCEPT);
+	assert_string_equal(d.m[7].name, "input");
+	check_chain(&d.m[7], "filter", NF_INET_LOCAL_IN, 0, NF_DROP);
+	assert_string_equal(d.m[8].name, "forward");
+	check_chain(&d.m[8], "filter", NF_INET_FORWARD, 0, NF_DROP);
+	assert_string_equal(d.m[9].name, "output");
+	check_chain(&d.m[9], "filter", NF_INET_LOCAL_OUT, 0, NF_ACCEPT);
+	assert_string_equal(d.m[10].name, "hosts");
+	check_set(&d.m[10], (41 << 6) | 7, 20, 0);
+	assert_string_equal(d.m[11].name, "doors");
+	check_set(&d.m[11], (((7 << 6) | 7) << 6) | 13, 12, 0);
+	assert_string_equal(d.m[12].name, "tx");
 	check_set(&d.m[12], 7, 4, NFT_SET_OBJECT);
-	check_rule(&d.m[13], "meta cmp meta cmp immediate", NULL);
-	check_rule(&d.m[14], "meta cmp meta cmp meta payload lookup immediate", more_spoof);
-	check_rule(&d.m[15], "meta cmp meta cmp payload objref", NULL);
-	check_rule(&d.m[16],
+	assert_string_equal(d.m[13].name, "rx");
+	check_set(&d.m[13], 7, 4, NFT_SET_OBJECT);
+	assert_string_equal(d.m[14].name, "refused");
+	check_set(&d.m[14], 7, 4, NFT_SET_OBJECT);
+	assert_string_equal(d.m[15].name, "refuse_rate");
+	check_set(&d.m[15], 7, 4, NFT_SET_EVAL | NFT_SET_TIMEOUT);
+	assert_string_equal(d.m[16].name, "log_rate");
+	check_set(&d.m[16], 7, 4, NFT_SET_EVAL | NFT_SET_TIMEOUT);
+	check_rule(&d.m[17], "meta cmp meta cmp immediate", NULL);
+	check_rule(&d.m[18], "meta cmp meta cmp meta payload lookup immediate", more_spoof);
+	check_rule(&d.m[19], "meta cmp meta cmp payload objref", NULL);
+	check_rule(&d.m[20],
 	           "meta cmp meta cmp payload bitwise cmp meta cmp payload cmp immediate "
 	           "immediate nat",
 	           more_http);
-	check_rule(&d.m[19], "meta cmp meta cmp payload payload payload lookup immediate",
+	/* refuse: m[22..31], test_refuse_chain */
+	check_rule(&d.m[33], "meta cmp meta cmp payload payload payload lookup immediate",
 	           more_doors_tcp);
-	for (i = 13; i < d.n; i++) {
+	check_rule(&d.m[34], "meta cmp meta cmp payload payload payload lookup immediate",
+	           more_doors_udp);
+	for (i = 17; i < d.n; i++) {
 		const struct msg *m = &d.m[i];
 
 		if (m->type == NFT_MSG_NEWRULE) {
 			assert_int_equal(nobj, 0); /* rules come before objects */
-			for (size_t k = 0; k < 4; k++)
+			for (size_t k = 0; k < 5; k++)
 				rules[k] += strcmp(m->name, chainn[k]) == 0;
 		} else if (m->type == NFT_MSG_NEWOBJ) {
-			if (nobj < 2)
+			if (nobj < 3)
 				check_counter(m, 0, 0);
-			if (nobj == 2)
+			if (nobj == 3)
 				check_counter(m, 1, 0);
 			nobj++;
 		} else if (m->type == NFT_MSG_NEWSETELEM) {
 			assert_true(m->n >= 1 && m->n <= 256);
-			assert_int_equal(nobj, 2 * N_SBX); /* after every counter */
-			for (size_t k = 0; k < 4; k++)
+			assert_int_equal(nobj, 3 * N_SBX); /* after every counter */
+			for (size_t k = 0; k < 5; k++)
 				if (strcmp(m->name, setn[k]) == 0)
 					elems[k] += m->n;
 		} else {
@@ -966,19 +992,20 @@ test_reconcile(void **state)
 	assert_int_equal(rules[0], 3);
 	assert_int_equal(rules[1], 2); /* one transparent lane, two ports */
 	assert_int_equal(rules[2], 3); /* lo, the doors over TCP, over UDP (DNS) */
-	assert_int_equal(rules[3], 4); /* count, the doors' answers (TCP, UDP), drop */
-	check_rule(&d.m[20], "meta cmp meta cmp payload payload payload lookup immediate",
-	           more_doors_udp);
-	check_rule(&d.m[22], "meta cmp meta cmp meta cmp payload payload payload lookup immediate",
+	/* count, the doors' answers (TCP, UDP), refusals x2, drop */
+	assert_int_equal(rules[3], 6);
+	assert_int_equal(rules[4], 10);
+	check_rule(&d.m[36], "meta cmp meta cmp meta cmp payload payload payload lookup immediate",
 	           NULL);
-	check_rule(&d.m[23], "meta cmp meta cmp meta cmp payload payload payload lookup immediate",
+	check_rule(&d.m[37], "meta cmp meta cmp meta cmp payload payload payload lookup immediate",
 	           NULL);
-	check_rule(&d.m[24], "meta cmp immediate", NULL);
-	assert_int_equal(nobj, 2 * N_SBX);
+	check_rule(&d.m[40], "meta cmp immediate", NULL);
+	assert_int_equal(nobj, 3 * N_SBX);
 	assert_int_equal(elems[0], N_SBX);
 	assert_int_equal(elems[1], N_SBX);
 	assert_int_equal(elems[2], N_SBX);
 	assert_int_equal(elems[3], want_doors);
+	assert_int_equal(elems[4], N_SBX);
 	dec_free(&d);
 	fw_batch_free(b);
 	free(s);
@@ -995,11 +1022,247 @@ test_reconcile_empty(void **state)
 	(void)state;
 	assert_int_equal(fw_build_reconcile(b, NULL, 0, NULL, 0), 0);
 	decode(b, &d);
-	assert_int_equal(d.n, 1 + 3 + 5 + 4 + 10 + 1);
+	assert_int_equal(d.n, 1 + 3 + 6 + 7 + 22 + 1);
 	for (size_t i = 0; i < d.n; i++)
 		rules += d.m[i].type == NFT_MSG_NEWRULE;
-	assert_int_equal(rules, 10);
+	assert_int_equal(rules, 22);
 	dec_free(&d);
+	fw_batch_free(b);
+}
+
+/* ---- the refuse chain ------------------------------------------------ */
+
+/* The rule messages of chain `chain` in d, in order: up to max. */
+static size_t
+rules_of(const struct dec *d, const char *chain, const struct msg **out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->n; i++)
+		if (d->m[i].type == NFT_MSG_NEWRULE && strcmp(d->m[i].name, chain) == 0) {
+			assert_true(n < max);
+			out[n++] = &d->m[i];
+		}
+	return n;
+}
+
+static uint32_t
+verdict(const struct nftnl_expr *x)
+{
+	assert_int_equal(nftnl_expr_get_u32(x, NFTNL_EXPR_IMM_DREG), NFT_REG_VERDICT);
+	return nftnl_expr_get_u32(x, NFTNL_EXPR_IMM_VERDICT);
+}
+
+static void
+cmp_is(const struct nftnl_expr *x, uint32_t op, const void *data, uint32_t len)
+{
+	uint32_t got;
+	const void *p = nftnl_expr_get(x, NFTNL_EXPR_CMP_DATA, &got);
+
+	assert_int_equal(nftnl_expr_get_u32(x, NFTNL_EXPR_CMP_OP), op);
+	assert_int_equal(got, len);
+	assert_memory_equal(p, data, len);
+}
+
+/* update @set { reg 0 limit rate <rate>/second burst <burst> packets } */
+static void
+meter_is(const struct nftnl_expr *x, const char *set, uint64_t rate, uint32_t burst)
+{
+	const struct nftnl_expr *lim = nftnl_expr_get(x, NFTNL_EXPR_DYNSET_EXPR, NULL);
+
+	assert_string_equal(nftnl_expr_get_str(x, NFTNL_EXPR_DYNSET_SET_NAME), set);
+	assert_int_equal(nftnl_expr_get_u32(x, NFTNL_EXPR_DYNSET_OP), NFT_DYNSET_OP_UPDATE);
+	assert_int_equal(nftnl_expr_get_u32(x, NFTNL_EXPR_DYNSET_SREG_KEY), NFT_REG32_00);
+	assert_non_null(lim);
+	assert_string_equal(nftnl_expr_get_str(lim, NFTNL_EXPR_NAME), "limit");
+	assert_int_equal(nftnl_expr_get_u64(lim, NFTNL_EXPR_LIMIT_RATE), rate);
+	assert_int_equal(nftnl_expr_get_u64(lim, NFTNL_EXPR_LIMIT_UNIT), 1);
+	assert_int_equal(nftnl_expr_get_u32(lim, NFTNL_EXPR_LIMIT_BURST), burst);
+	assert_int_equal(nftnl_expr_get_u32(lim, NFTNL_EXPR_LIMIT_TYPE), NFT_LIMIT_PKTS);
+	assert_int_equal(nftnl_expr_get_u32(lim, NFTNL_EXPR_LIMIT_FLAGS), 0); /* not "over" */
+}
+
+/* ip saddr: the key every per-sandbox rule of the chain uses */
+static void
+saddr_is(const struct nftnl_expr *x)
+{
+	assert_int_equal(nftnl_expr_get_u32(x, NFTNL_EXPR_PAYLOAD_BASE),
+	                 NFT_PAYLOAD_NETWORK_HEADER);
+	assert_int_equal(nftnl_expr_get_u32(x, NFTNL_EXPR_PAYLOAD_OFFSET), 12);
+	assert_int_equal(nftnl_expr_get_u32(x, NFTNL_EXPR_PAYLOAD_LEN), 4);
+	assert_int_equal(nftnl_expr_get_u32(x, NFTNL_EXPR_PAYLOAD_DREG), NFT_REG32_00);
+}
+
+static void
+more_other_links(struct expr_list *l)
+{
+	assert_int_equal(nftnl_expr_get_u32(l->x[0], NFTNL_EXPR_META_KEY), NFT_META_IIFNAME);
+	cmp_is(l->x[1], NFT_CMP_NEQ, "slv", 3);
+	assert_int_equal(verdict(l->x[2]), NF_ACCEPT);
+}
+
+static void
+more_doors_accept(struct expr_list *l)
+{
+	more_doors_tcp(l);
+	assert_int_equal(verdict(l->x[8]), NF_ACCEPT);
+}
+
+static void
+more_doors_udp_accept(struct expr_list *l)
+{
+	more_doors_udp(l);
+	assert_int_equal(verdict(l->x[8]), NF_ACCEPT);
+}
+
+/* ct state established,related accept: bits 1 and 2 of the state */
+static void
+more_known_flows(struct expr_list *l)
+{
+	static const uint32_t zero = 0;
+	uint32_t bits = (1u << 1) | (1u << 2), len;
+
+	assert_int_equal(nftnl_expr_get_u32(l->x[0], NFTNL_EXPR_CT_KEY), NFT_CT_STATE);
+	assert_memory_equal(nftnl_expr_get(l->x[1], NFTNL_EXPR_BITWISE_MASK, &len), &bits, 4);
+	cmp_is(l->x[2], NFT_CMP_NEQ, &zero, 4);
+	assert_int_equal(verdict(l->x[3]), NF_ACCEPT);
+}
+
+static void
+more_not_unicast(struct expr_list *l)
+{
+	static const uint8_t host = 0; /* PACKET_HOST */
+
+	assert_int_equal(nftnl_expr_get_u32(l->x[0], NFTNL_EXPR_META_KEY), NFT_META_PKTTYPE);
+	cmp_is(l->x[1], NFT_CMP_NEQ, &host, 1);
+	assert_int_equal(verdict(l->x[2]), NF_DROP);
+}
+
+static void
+more_refused_count(struct expr_list *l)
+{
+	saddr_is(l->x[2]);
+	assert_string_equal(nftnl_expr_get_str(l->x[3], NFTNL_EXPR_OBJREF_SET_NAME), "refused");
+}
+
+static void
+more_log(struct expr_list *l)
+{
+	saddr_is(l->x[2]);
+	meter_is(l->x[3], "log_rate", 1, 5);
+	assert_int_equal(nftnl_expr_get_u16(l->x[4], NFTNL_EXPR_LOG_GROUP), FW_LOG_GROUP);
+	assert_int_equal(nftnl_expr_get_u32(l->x[4], NFTNL_EXPR_LOG_SNAPLEN), 80);
+}
+
+static void
+more_answer(struct expr_list *l, bool tcp)
+{
+	static const uint8_t tcp_proto = 6;
+
+	assert_int_equal(nftnl_expr_get_u32(l->x[0], NFTNL_EXPR_META_KEY), NFT_META_L4PROTO);
+	cmp_is(l->x[1], tcp ? NFT_CMP_EQ : NFT_CMP_NEQ, &tcp_proto, 1);
+	saddr_is(l->x[4]);
+	meter_is(l->x[5], "refuse_rate", 20, 50); /* both rules: one bucket per sandbox */
+	if (tcp) {
+		assert_int_equal(nftnl_expr_get_u32(l->x[6], NFTNL_EXPR_REJECT_TYPE),
+		                 NFT_REJECT_TCP_RST);
+	} else {
+		assert_int_equal(nftnl_expr_get_u32(l->x[6], NFTNL_EXPR_REJECT_TYPE),
+		                 NFT_REJECT_ICMPX_UNREACH);
+		assert_int_equal(nftnl_expr_get_u8(l->x[6], NFTNL_EXPR_REJECT_CODE),
+		                 NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
+	}
+}
+
+static void
+more_answer_tcp(struct expr_list *l)
+{
+	more_answer(l, true);
+}
+
+static void
+more_answer_other(struct expr_list *l)
+{
+	more_answer(l, false);
+}
+
+static void
+more_drop(struct expr_list *l)
+{
+	assert_int_equal(verdict(l->x[0]), NF_DROP);
+}
+
+/* oifname "slv*" tcp flags & rst == rst accept */
+static void
+more_out_rst(struct expr_list *l)
+{
+	static const uint8_t rst = 0x04, tcp = 6;
+	uint32_t len;
+
+	assert_int_equal(nftnl_expr_get_u32(l->x[0], NFTNL_EXPR_META_KEY), NFT_META_OIFNAME);
+	cmp_is(l->x[3], NFT_CMP_EQ, &tcp, 1);
+	assert_int_equal(nftnl_expr_get_u32(l->x[4], NFTNL_EXPR_PAYLOAD_BASE),
+	                 NFT_PAYLOAD_TRANSPORT_HEADER);
+	assert_int_equal(nftnl_expr_get_u32(l->x[4], NFTNL_EXPR_PAYLOAD_OFFSET), 13);
+	assert_int_equal(nftnl_expr_get_u32(l->x[4], NFTNL_EXPR_PAYLOAD_LEN), 1);
+	assert_memory_equal(nftnl_expr_get(l->x[5], NFTNL_EXPR_BITWISE_MASK, &len), &rst, 1);
+	assert_int_equal(len, 1);
+	cmp_is(l->x[6], NFT_CMP_EQ, &rst, 1);
+	assert_int_equal(verdict(l->x[7]), NF_ACCEPT);
+}
+
+/* oifname "slv*" icmp type destination-unreachable icmp code
+ * admin-prohibited accept */
+static void
+more_out_prohibited(struct expr_list *l)
+{
+	static const uint8_t icmp = 1, type_code[2] = {3, 13};
+
+	assert_int_equal(nftnl_expr_get_u32(l->x[0], NFTNL_EXPR_META_KEY), NFT_META_OIFNAME);
+	cmp_is(l->x[5], NFT_CMP_EQ, &icmp, 1);
+	assert_int_equal(nftnl_expr_get_u32(l->x[6], NFTNL_EXPR_PAYLOAD_BASE),
+	                 NFT_PAYLOAD_TRANSPORT_HEADER);
+	assert_int_equal(nftnl_expr_get_u32(l->x[6], NFTNL_EXPR_PAYLOAD_OFFSET), 0);
+	cmp_is(l->x[7], NFT_CMP_EQ, type_code, 2);
+	assert_int_equal(verdict(l->x[8]), NF_ACCEPT);
+}
+
+/* The refuse chain rule by rule, and the output chain's two rules that let
+ * its answers out, in a reconcile with and without sandboxes (the fixed
+ * rules do not depend on them). */
+static void
+test_refuse_chain(void **state)
+{
+	struct fw_sbx s[2] = {sbx(&lanes[L_TRANS], 7, true), sbx(&lanes[L_PLAIN], 7, false)};
+	struct fw_batch *b = fw_batch_new();
+	const struct msg *r[16];
+	struct dec d;
+
+	(void)state;
+	for (size_t ns = 0; ns <= 2; ns += 2) {
+		fw_batch_reset(b);
+		assert_int_equal(fw_build_reconcile(b, lanes, NLANES, s, ns), 0);
+		decode(b, &d);
+		assert_int_equal(rules_of(&d, "refuse", r, 16), 10);
+		check_rule(r[0], "meta cmp immediate", more_other_links);
+		check_rule(r[1], "meta cmp meta cmp payload payload payload lookup immediate",
+		           more_doors_accept);
+		check_rule(r[2], "meta cmp meta cmp payload payload payload lookup immediate",
+		           more_doors_udp_accept);      /* the DNS door */
+		check_rule(r[3], "ct bitwise cmp immediate", more_known_flows);
+		check_rule(r[4], "meta cmp immediate", more_not_unicast);
+		check_rule(r[5], "meta cmp payload objref", more_refused_count);
+		check_rule(r[6], "meta cmp payload dynset log", more_log);
+		check_rule(r[7], "meta cmp meta cmp payload dynset reject", more_answer_tcp);
+		check_rule(r[8], "meta cmp meta cmp payload dynset reject", more_answer_other);
+		check_rule(r[9], "immediate", more_drop);
+		assert_int_equal(rules_of(&d, "output", r, 16), 6);
+		check_rule(r[3], "meta cmp meta cmp payload bitwise cmp immediate", more_out_rst);
+		check_rule(r[4], "meta cmp meta cmp meta cmp payload cmp immediate",
+		           more_out_prohibited);
+		check_rule(r[5], "meta cmp immediate", NULL); /* the drop, still last */
+		dec_free(&d);
+	}
 	fw_batch_free(b);
 }
 
@@ -1077,6 +1340,7 @@ seen_cb(void *arg, struct in_addr a, const struct fw_counters *n)
 	s->n++;
 	s->sum.tx_packets += n->tx_packets;
 	s->sum.rx_bytes += n->rx_bytes;
+	s->sum.refused_packets += n->refused_packets;
 	return 0;
 }
 
@@ -1118,7 +1382,7 @@ test_kernel(void **state)
 
 	/* reconcile, twice: with and without a table before */
 	s[0] = sbx(&lanes[L_TRANS], 7, true);
-	s[0].start = (struct fw_counters){10, 1000, 20, 2000};
+	s[0].start = (struct fw_counters){10, 1000, 20, 2000, 30, 3000};
 	s[1] = sbx(&lanes[L_PLAIN], 7, true);
 	s[2] = sbx(&lanes[L_NONE], 7, true);
 	for (int k = 0; k < 2; k++) {
@@ -1128,15 +1392,20 @@ test_kernel(void **state)
 	assert_int_equal(fw_table_exists(c), 1);
 	assert_int_equal(count_elems("hosts"), 3);
 	assert_int_equal(count_elems("doors"), 3 + 2);
+	assert_int_equal(count_elems("refused"), 3);
+	assert_int_equal(count_elems("refuse_rate"), 0);
 	assert_int_equal(fw_counters_get(c, s[0].addr, &n), 0);
 	assert_int_equal(n.tx_packets, 10);
 	assert_int_equal(n.tx_bytes, 1000);
 	assert_int_equal(n.rx_packets, 20);
 	assert_int_equal(n.rx_bytes, 2000);
+	assert_int_equal(n.refused_packets, 30);
+	assert_int_equal(n.refused_bytes, 3000);
 	assert_int_equal(fw_counters_dump(c, seen_cb, &seen), 0);
 	assert_int_equal(seen.n, 3);
 	assert_int_equal(seen.sum.tx_packets, 10);
 	assert_int_equal(seen.sum.rx_bytes, 2000);
+	assert_int_equal(seen.sum.refused_packets, 30);
 	assert_int_equal(fw_counters_dump(c, stop_cb, NULL), -ECANCELED);
 
 	/* every operation twice; detach of the never attached too */
@@ -1170,6 +1439,7 @@ test_kernel(void **state)
 		run(c, b, 0, NULL);
 		assert_int_equal(count_elems("hosts"), 3);
 		assert_int_equal(count_elems("doors"), 5);
+		assert_int_equal(count_elems("refused"), 3);
 		assert_int_equal(fw_counters_get(c, x.addr, &n), -ENOENT);
 	}
 
@@ -1207,6 +1477,7 @@ main(void)
 	    cmocka_unit_test_setup(test_batches_append, setup),
 	    cmocka_unit_test_setup(test_reconcile, setup),
 	    cmocka_unit_test_setup(test_reconcile_empty, setup),
+	    cmocka_unit_test_setup(test_refuse_chain, setup),
 	    cmocka_unit_test_setup(test_kernel, setup), /* last: it unshares */
 	};
 
