@@ -123,6 +123,9 @@ cmd_test() {
 	cmd_build_asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		run_ctest unit-asan build/asan -L unit
+	# Each e2e pass starts by emptying build/e2e-keep (e2e_keep_reset) and
+	# ends with the canary scan of what its tests kept (e2e_zz_canary,
+	# tests/e2e/README.md).
 	say "end-to-end tests"
 	run_ctest e2e build -L e2e
 	say "end-to-end tests against sluiced built with ASan+UBSan"

@@ -96,6 +96,7 @@ settled() {
 	local i b
 	for ((i = 0; i < 200; i++)); do
 		b=$(curl -sS -m 10 --unix-socket "$SOCK" http://sluice/v1/info 2>/dev/null) || true
+		keep_text "unix GET /v1/info" "$b"
 		"$PY" -c 'import json,sys
 ps = json.loads(sys.argv[1])["pools"]
 sys.exit(0 if all(p["warm"] == p["target"] and p["booting"] == 0 for p in ps) else 1)' "$b" 2>/dev/null &&
@@ -106,8 +107,10 @@ sys.exit(0 if all(p["warm"] == p["target"] and p["booting"] == 0 for p in ps) el
 	return 1
 }
 warm_total() {
-	curl -sS -m 10 --unix-socket "$SOCK" http://sluice/v1/info |
-		"$PY" -c 'import json,sys; print(sum(p["warm"] for p in json.load(sys.stdin)["pools"]))'
+	local b
+	b=$(curl -sS -m 10 --unix-socket "$SOCK" http://sluice/v1/info) || return 1
+	keep_text "unix GET /v1/info" "$b"
+	"$PY" -c 'import json,sys; print(sum(p["warm"] for p in json.load(sys.stdin)["pools"]))' <<<"$b"
 }
 # Our sandboxes' cgroup names: the ones holding a child of the daemon
 # (the sandbox's init), or named by an id we were given.
@@ -494,7 +497,8 @@ check "other releases its claim" is 'd["result"]' released
 if [ ! -x "$CLI" ]; then
 	fail "the CLI is built ($CLI)"
 else
-	S() { "$CLI" --api "unix:$SOCK" "$@"; }
+	# The CLI's output is kept for the canary scan (lib.sh's kept).
+	S() { kept "sluice $1" "$CLI" --api "unix:$SOCK" "$@"; }
 	CID=$(S claim -q --pool warm 2>"$E2E_TMP/cli.err") || true
 	check "sluice claim -q prints an id ($CID)" eval '[[ $CID =~ ^sbx-[0-9a-f]{16}$ ]]'
 	echo "$CID" >>"$SEEN"
@@ -539,7 +543,7 @@ YAML
 	check "sluice info" eval 'S info | grep -q warm'
 	S bogus >/dev/null 2>&1 && rc=0 || rc=$?
 	check "a bad command: exit 2" test "$rc" = 2
-	TC() { T env SLUICE_TOKEN="$1" "$CLI" --api "http://127.0.0.1:$PORT" "${@:2}"; }
+	TC() { kept "sluice $2 (a tenant)" T env SLUICE_TOKEN="$1" "$CLI" --api "http://127.0.0.1:$PORT" "${@:2}"; }
 	TID=$(TC "$ACME" claim -q --pool cold 2>"$E2E_TMP/cli.err") || true
 	echo "$TID" >>"$SEEN"
 	check "SLUICE_TOKEN over TCP: acme claims ($TID)" eval '[[ $TID =~ ^sbx-[0-9a-f]{16}$ ]]'
@@ -562,7 +566,7 @@ YAML
 	TC "$ACME" pools get >/dev/null 2>"$E2E_TMP/cli.err" && rc=0 || rc=$?
 	check "... a tenant's sluice pools get exits 1 (operator-only)" \
 		eval '[ $rc = 1 ] && grep -qi "operator" "$E2E_TMP/cli.err"'
-	T env -u SLUICE_TOKEN "$CLI" --api "http://127.0.0.1:$PORT" ls >/dev/null 2>"$E2E_TMP/cli.err" && rc=0 || rc=$?
+	kept "sluice ls (no token)" T env -u SLUICE_TOKEN "$CLI" --api "http://127.0.0.1:$PORT" ls >/dev/null 2>"$E2E_TMP/cli.err" && rc=0 || rc=$?
 	check "... without SLUICE_TOKEN over TCP: exit 1, unauthorized (rc $rc: $(head -c 200 "$E2E_TMP/cli.err"))" \
 		eval '[ $rc = 1 ] && grep -q "unauthorized" "$E2E_TMP/cli.err" &&
 		      grep -qF "set \$SLUICE_TOKEN to the operator token" "$E2E_TMP/cli.err"'
@@ -577,19 +581,22 @@ cycle() {
 	local -a c=(curl -sS -m 60 --unix-socket "$SOCK" -H "Authorization: Bearer $BULK")
 	b=$("${c[@]}" -H 'Content-Type: application/json' -d '{"pool":"warm","ttl_seconds":300}' \
 		-w ' %{http_code}' http://sluice/v1/claims 2>&1) || { echo "fail $i: claim: $b"; return 0; }
+	keep_text "cycle $i: claim" "$b"
 	[[ $b == *' 201' ]] || { echo "fail $i: claim: $b"; return 0; }
 	id=$(grep -o '"id": *"sbx-[0-9a-f]*"' <<<"$b" | grep -o 'sbx-[0-9a-f]*')
 	echo "id $id"
 	b=$("${c[@]}" -H 'Content-Type: application/json' -d "{\"argv\":[\"echo\",\"cycle-$i\"]}" \
 		"http://sluice/v1/sandboxes/$id/exec" 2>&1) || { echo "fail $i: exec: $b"; return 0; }
+	keep_text "cycle $i: exec" "$b"
 	grep -Eq "\"stdout\": ?\"cycle-$i\\\\n\"" <<<"$b" && grep -Eq '"exit_code": ?0[,}]' <<<"$b" ||
 		{ echo "fail $i: exec: $b"; return 0; }
 	b=$("${c[@]}" -X DELETE "http://sluice/v1/sandboxes/$id" 2>&1) || { echo "fail $i: rm: $b"; return 0; }
+	keep_text "cycle $i: rm" "$b"
 	grep -Eq '"result": ?"released"' <<<"$b" || { echo "fail $i: rm: $b"; return 0; }
 	echo "ok $i"
 }
-export -f cycle
-export SOCK BULK
+export -f cycle keep_text
+export SOCK BULK E2E_ANS
 fds0=$(ls "/proc/$PID/fd" | wc -l)
 t0=$(date +%s)
 seq 100 | xargs -P 10 -I{} bash -c 'cycle {}' >"$E2E_TMP/cycles.out" 2>&1 || true

@@ -4,14 +4,17 @@
 # (the daemon's network namespace) and PORT set.
 # req VIA TOKEN METHOD PATH [curl args...]: one request, over "tcp" (in the
 # daemon's namespace) or "unix"; TOKEN empty sends none. Sets ST (the
-# status), B (the body); the headers are in $HDR.
-HDR=$E2E_TMP/hdr
-BODY=$E2E_TMP/body
+# status), B (the body); the headers are in $HDR, the body in $BODY: new
+# files under $E2E_TMP/answers/ for each answer (lib.sh's keep_path), so
+# that the canary scan reads every one (bg's and info_pool's too).
+HDR='' BODY=''
 ST='' B=''
 req() {
+	local k
+	keep_path k "$1 $3 $4"
+	HDR=$k.hdr BODY=$k.body
 	req_cmd "$@"
-	: >"$HDR"   # no header or body of an earlier answer is ever read as this one's
-	rm -f "$BODY"
+	: >"$HDR"
 	ST=$("${RQ[@]}" 2>"$E2E_TMP/curl.err") || true
 	if grep -qi '^content-type: application/octet-stream' "$HDR" 2>/dev/null; then
 		B=    # bytes: read them from $BODY
@@ -124,6 +127,7 @@ claim() {
 info_pool() {
 	local b
 	b=$(curl -sS -m 10 --unix-socket "$SOCK" http://sluice/v1/info 2>/dev/null) || return 1
+	keep_text "unix GET /v1/info" "$b"
 	"$PY" -c 'import json,sys
 for p in json.loads(sys.argv[1])["pools"]:
     if p["name"] == sys.argv[2]: print(p[sys.argv[3]])' "$b" "$1" "$2"
@@ -185,14 +189,15 @@ init_pid() {
 
 # bg NAME VIA TOKEN METHOD PATH [curl args...]: req in the background;
 # BG_PID (tracked) is curl's own pid, so that killing it is the client
-# leaving. bg_done NAME [SECONDS] waits for it and sets ST, B and $HDR
-# from its answer (ST empty if it did not end).
+# leaving. bg_done NAME [SECONDS] waits for it and sets ST, B, $HDR and
+# $BODY from its answer (ST empty if it did not end).
 bg() {
-	local n=$1
+	local n=$1 k
 	shift
-	local HDR=$E2E_TMP/bg.$n.hdr BODY=$E2E_TMP/bg.$n.body
+	keep_path k "bg $n: $1 $3 $4"
+	printf -v "BGK_$n" %s "$k"
+	local HDR=$k.hdr BODY=$k.body
 	: >"$HDR"
-	rm -f "$BODY"
 	req_cmd "$@"
 	"${RQ[@]}" >"$E2E_TMP/bg.$n.st" 2>"$E2E_TMP/bg.$n.err" &
 	BG_PID=$!
@@ -200,7 +205,7 @@ bg() {
 	printf -v "BG_$n" %s "$BG_PID"
 }
 bg_done() {
-	local n=$1 pid i
+	local n=$1 pid i k
 	pid=$(eval "echo \$BG_$n")
 	for ((i = 0; i < ${2:-60} * 10; i++)); do
 		kill -0 "$pid" 2>/dev/null || break
@@ -213,6 +218,7 @@ bg_done() {
 	fi
 	wait "$pid" 2>/dev/null || true
 	ST=$(cat "$E2E_TMP/bg.$n.st" 2>/dev/null || true)
-	cp "$E2E_TMP/bg.$n.hdr" "$HDR"
-	B=$(cat "$E2E_TMP/bg.$n.body" 2>/dev/null || true)
+	k=BGK_$n
+	HDR=${!k}.hdr BODY=${!k}.body
+	B=$(cat "$BODY" 2>/dev/null || true)
 }

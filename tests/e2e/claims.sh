@@ -149,6 +149,7 @@ settled() {
 	local i b
 	for ((i = 0; i < 300; i++)); do
 		b=$(curl -sS -m 10 --unix-socket "$SOCK" http://sluice/v1/info 2>/dev/null) || true
+		keep_text "unix GET /v1/info" "$b"
 		"$PY" -c 'import json,sys
 ps = json.loads(sys.argv[1])["pools"]
 sys.exit(0 if all(p["warm"] == p["target"] and p["booting"] == 0 for p in ps) else 1)' "$b" 2>/dev/null &&

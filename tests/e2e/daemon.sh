@@ -63,25 +63,27 @@ check "the daemon starts" wait_for "$E2E_TMP/log" "sluiced [0-9.]+ started"
 # the default socket (in the daemon's private /run: entered, by its pid).
 CLI=${SL_BUILD:?SL_BUILD must name the build tree}/cli/sluice
 inside() { nsenter -t "$pid" -m -n "$@"; }
+# sl ARGS...: the CLI there, its output kept for the canary scan (lib.sh).
+sl() { kept "sluice $1" inside "$CLI" "$@"; }
 warm=
 for _ in $(seq 100); do
-	warm=$(inside "$CLI" --json info 2>/dev/null |
+	warm=$(sl --json info 2>/dev/null |
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["pools"][0]["warm"])' || true)
 	[ "$warm" = 2 ] && break
 	sleep 0.1
 done
 check "the default pool is warm (2 sandboxes; saw ${warm:-none})" test "$warm" = 2
-id=$(inside "$CLI" claim -q || true)
+id=$(sl claim -q || true)
 check "sluice claim -q prints an id ($id)" grep -Eq '^sbx-[0-9a-f]{16}$' <<<"$id"
-out=$(inside "$CLI" exec "$id" -- sh -c 'echo $HTTPS_PROXY' 2>&1 || true)
+out=$(sl exec "$id" -- sh -c 'echo $HTTPS_PROXY' 2>&1 || true)
 check "the guest's HTTPS_PROXY is the lane's forward door ($out)" test "$out" = "http://10.88.1.1:3128"
 set +e
-out=$(inside "$CLI" exec "$id" -- curl -sS https://github.com 2>&1)
+out=$(sl exec "$id" -- curl -sS https://github.com 2>&1)
 rc=$?
 set -e
 check "curl in the guest goes through the gateway, which refuses github.com (rc $rc: $out)" \
 	bash -c '[ "$0" = 56 ] && grep -q "CONNECT tunnel failed, response 403" <<<"$1"' "$rc" "$out"
-out=$(inside "$CLI" rm "$id" || true)
+out=$(sl rm "$id" || true)
 check "sluice rm releases it ($out)" test "$out" = "$id released"
 
 # GET /metrics on the default API socket: strict Prometheus text

@@ -223,6 +223,7 @@ req() {
 		-w '\n%{http_code}' "http://sluice$3" 2>/dev/null) || true
 	ST=${out##*$'\n'}
 	B=${out%$'\n'*}
+	keep_text "$2 $3 -> $ST" "$B"
 }
 # settled SOCK [SECONDS]: every pool's warm == target, nothing booting.
 settled() {
@@ -806,21 +807,25 @@ else
 	HDR3=$E2E_TMP/hdr3
 	claim3() { # TOKEN -> ID3 (empty if not 201), ST, B, the headers in $HDR3
 		local out
+		keep_path HDR3 "POST /v1/claims (headers)"
 		: >"$HDR3"
 		out=$(curl -sS -m 30 --unix-socket "$SOCK3" -H "Authorization: Bearer $1" \
 			-H 'Content-Type: application/json' -d "$BIG" -D "$HDR3" \
 			-w '\n%{http_code}' http://sluice/v1/claims 2>/dev/null) || true
 		ST=${out##*$'\n'} B=${out%$'\n'*}
+		keep_text "POST /v1/claims -> $ST" "$B"
 		ID3=''
 		[ "$ST" = 201 ] && ID3=$(j 'd["id"]')
 		return 0
 	}
 	release3() { # ID -> ST, B, the headers in $HDR3
 		local out
+		keep_path HDR3 "DELETE /v1/sandboxes/$1 (headers)"
 		: >"$HDR3"
 		out=$(curl -sS -m 30 --unix-socket "$SOCK3" -X DELETE -D "$HDR3" \
 			-w '\n%{http_code}' "http://sluice/v1/sandboxes/$1" 2>/dev/null) || true
 		ST=${out##*$'\n'} B=${out%$'\n'*}
+		keep_text "DELETE /v1/sandboxes/$1 -> $ST" "$B"
 	}
 	# unavailable: 503, code journal-unavailable in the body and the header.
 	unavailable() {

@@ -186,6 +186,7 @@ req() {
 		"$@" -w '\n%{http_code}' "http://sluice$p" 2>/dev/null) || true
 	ST=${out##*$'\n'}
 	B=${out%$'\n'*}
+	keep_text "$m $p -> $ST" "$B"
 }
 # claim SOCK TOKEN [BODY]: POST /v1/claims; the id in ID on a 201.
 ID=''

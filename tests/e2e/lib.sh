@@ -11,6 +11,13 @@ SLUICED=${SL_E2E_SLUICED:-$SLUICED}
 
 E2E_NAME=$(basename "$0" .sh)
 E2E_TMP=$(mktemp -d "/tmp/sl-e2e-$E2E_NAME.XXXXXX")
+# The canary scan (issue 19, "secrets stay secret"): see "What the canary
+# scan reads" below. $E2E_SECRET holds the files that legitimately hold a
+# secret and is never scanned; $E2E_TMP/answers/ the answers kept.
+E2E_SECRET=$E2E_TMP/secret
+E2E_ANS=$E2E_TMP/answers
+mkdir -m 700 "$E2E_SECRET" "$E2E_ANS"
+E2E_NANS=0
 E2E_NETNS=()
 E2E_PIDS=()
 E2E_FAILS=0
@@ -34,6 +41,13 @@ e2e_cleanup() {
 	for ns in "${E2E_NETNS[@]}"; do
 		ip netns del "$ns" 2>/dev/null || true
 	done
+	local t0=$EPOCHREALTIME
+	if e2e_keep "$E2E_TMP" "${SL_E2E_KEEP:-}"; then
+		[ -z "${SL_E2E_KEEP:-}" ] ||
+			echo "kept for the canary scan in $(awk "BEGIN { printf \"%.2f\", $EPOCHREALTIME - $t0 }") s"
+	else
+		echo "e2e: $E2E_TMP could not be kept for the canary scan" >&2
+	fi
 	rm -rf "$E2E_TMP"
 	exit $rc
 }
@@ -47,10 +61,11 @@ trap 'exit 130' INT TERM
 # shell to end. If it ends without cleaning up ($E2E_TMP still there), the
 # guard ends the tracked processes (by pid, checked against their start
 # time), the sandboxes any daemon log under $E2E_TMP names, and the
-# namespaces, then removes $E2E_TMP.
+# namespaces, keeps $E2E_TMP for the canary scan (e2e_keep), then removes
+# it.
 mkdir -p "$E2E_TMP/.guard"
 e2e_guard() {
-	local main=$1 tmp=$2 pid start f ns
+	local main=$1 tmp=$2 keep=$3 pid start f ns
 	while kill -0 "$main" 2>/dev/null; do sleep 1; done
 	[ -d "$tmp/.guard" ] || exit 0
 	echo "e2e guard: $tmp was left behind; cleaning up" >&2
@@ -66,6 +81,7 @@ e2e_guard() {
 	findmnt -rn -o TARGET | grep "^$tmp/" | sort -r | while read -r m; do
 		umount -l "$m"
 	done
+	e2e_keep "$tmp" "$keep" || echo "e2e guard: $tmp could not be kept for the canary scan" >&2
 	rm -rf "$tmp"
 }
 # pstart PID: the process's start time (field 22 of /proc/PID/stat, read
@@ -108,8 +124,100 @@ end_left_sandboxes() {
 	done
 }
 
+# --- What the canary scan reads -------------------------------------------
+# After the whole ctest run, e2e_zz_canary (tests/e2e/canary.py) looks for
+# every value a test declared with `canary` in everything the tests kept,
+# and fails naming the file and the spelling it found. On every exit (the
+# trap above; the guard after a SIGKILL) a test's $E2E_TMP is copied to
+# $SL_E2E_KEEP/kept/ (tests/CMakeLists.txt sets SL_E2E_KEEP; e2e_keep_reset
+# empties it when a ctest run starts): every regular file, never crossing
+# into a mount, so the daemons' logs and access logs, each data_dir's
+# journal, state file and sandboxes' records (a vm's QEMU and console
+# logs), and whatever the test wrote. Not kept:
+#  - $E2E_SECRET ($E2E_TMP/secret/): the files that legitimately hold a
+#    secret (what a ${file:...} reference reads, an origin's own record of
+#    what it received, an environment file). Put such files there and only
+#    there: anything else that holds a canary fails the scan;
+#  - .guard/, and a file over 64 MiB (the origins' payloads, vm template
+#    images), listed in $SL_E2E_KEEP/skipped/ instead.
+# What a test only held in a variable is not in a file: the API helpers
+# (req, bg and info_pool in api_lib.sh, ctl below) keep every answer under
+# $E2E_TMP/answers/ (keep_path, keep_text), and `kept` runs a command (the
+# sluice CLI: a guest's output) keeping what it printed. None of them
+# starts a process but `kept` (a cat): forks are dear on a loaded machine.
+# Without SL_E2E_KEEP (a script run by hand) nothing is kept.
+
+# e2e_keep TMP KEEP: copies TMP (a test's $E2E_TMP) to KEEP/kept/ as above;
+# nothing without KEEP. A copy that did not finish stays KEEP/kept/*.partial
+# (the scan fails on it).
+e2e_keep() {
+	local tmp=$1 keep=$2 run
+	[ -n "$keep" ] && [ -d "$tmp" ] || return 0
+	run=${tmp##*/}
+	mkdir -p "$keep/kept/$run.partial" "$keep/skipped" || return 1
+	# -size counts KiB rounded up: -65537k is 64 MiB at most.
+	(cd "$tmp" && find . -xdev \( -path ./secret -o -path ./.guard \) -prune -o \
+		-type f -size -65537k -print0 | tar --null -T - -cf -) |
+		tar -C "$keep/kept/$run.partial" -xf - || return 1
+	(cd "$tmp" && find . -xdev \( -path ./secret -o -path ./.guard \) -prune -o \
+		-type f -size +65536k -printf '%s %P\n') >"$keep/skipped/$run" || return 1
+	mv -T "$keep/kept/$run.partial" "$keep/kept/$run"
+}
+
+# canary NAME=VALUE...: VALUE is a secret (a credential the daemon injects,
+# a token): the scan fails if the value, its base64 (also inside a longer
+# encoded string, at any of the three offsets), its %-encoding or its JSON
+# escaping is in anything kept. NAME (letters, digits, _ . -) names it in
+# the scan's report; the value itself is never printed. 16 bytes at least:
+# a shorter one (its base64 shorter still) could turn up by chance.
+canary() {
+	local a name val i=0
+	for a in "$@"; do
+		i=$((i + 1))
+		name=${a%%=*} val=${a#*=}
+		if [[ $a != *=* || ! $name =~ ^[A-Za-z0-9_.-]+$ ]]; then
+			fail "canary: argument $i is not NAME=VALUE (NAME: letters, digits, _ . -)"
+		elif [ "${#val}" -lt 16 ]; then
+			fail "canary $name: ${#val} bytes, 16 at least (a shorter value could turn up by chance)"
+		elif [ -z "${SL_E2E_KEEP:-}" ]; then
+			echo "canary $name: no SL_E2E_KEEP (ctest sets it): not scanned" >&2
+		else
+			mkdir -p "$SL_E2E_KEEP/canaries"
+			printf '%s %s\n' "$name" "$(printf '%s' "$val" | base64 -w0)" \
+				>>"$SL_E2E_KEEP/canaries/${E2E_TMP##*/}"
+		fi
+	done
+}
+
+# keep_path VAR WHAT: a fresh path under $E2E_TMP/answers/ in VAR, for a
+# command to write an answer the test receives into (curl -o, -D: nothing
+# copied), WHAT (no secret in it) beside its name in answers/index.
+# keep_text WHAT TEXT keeps an answer held in a variable.
+keep_path() {
+	printf -v "$1" '%s/%s.%s' "$E2E_ANS" "$BASHPID" "$((E2E_NANS += 1))"
+	printf '%s %s\n' "${!1##*/}" "$2" >>"$E2E_ANS/index"
+}
+keep_text() {
+	local f=$E2E_ANS/$BASHPID.$((E2E_NANS += 1))
+	printf '%s %s\n' "${f##*/}" "$1" >>"$E2E_ANS/index"
+	printf '%s\n' "$2" >"$f"
+}
+# kept WHAT COMMAND...: runs COMMAND and returns its status; what it
+# printed goes where it would have (its stdout, then its stderr, once it
+# ended) and is kept in answers/ too, WHAT in the index. Not for a command
+# whose output is read while it runs.
+kept() {
+	local f=$E2E_ANS/$BASHPID.$((E2E_NANS += 1)) rc=0
+	printf '%s %s\n' "${f##*/}" "$1" >>"$E2E_ANS/index"
+	shift
+	"$@" >"$f.out" 2>"$f.err" || rc=$?
+	if [ -s "$f.out" ]; then cat "$f.out" || true; fi
+	if [ -s "$f.err" ]; then cat "$f.err" >&2 || true; fi
+	return "$rc"
+}
+
 # Start the guard (see e2e_guard), detached from ctest's pipes.
-(setsid bash -c "$(declare -f e2e_guard pstart end_left_sandboxes); e2e_guard $$ '$E2E_TMP'" \
+(setsid bash -c "$(declare -f e2e_guard pstart end_left_sandboxes e2e_keep); e2e_guard $$ '$E2E_TMP' $(printf %q "${SL_E2E_KEEP:-}")" \
 	</dev/null >>/tmp/sl-e2e-guard.log 2>&1 &)
 
 # j EXPR: EXPR (python; d = the JSON document in $B) printed; JSON for
@@ -194,6 +302,7 @@ s.sendall(sys.argv[2].encode() + b"\n")
 print(s.makefile().readline().strip())
 PY
 )
+	keep_text "ctl $1" "$R"
 }
 jget() { "$PY" -c 'import json,sys; v=json.loads(sys.argv[1]); 
 for k in sys.argv[2].split("."): v = v[int(k)] if isinstance(v, list) else v.get(k)

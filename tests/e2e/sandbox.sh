@@ -104,15 +104,15 @@ n=$(run -- sh -c 'ls /proc | grep -c "^[0-9]"')
 check "guest: only its own processes in /proc ($n)" [ "$n" -le 4 ]
 # Each refusal below is shown to come from a guest that ran (it prints
 # "ran" first) and to be the one expected (ENOENT, EPERM), not any failure.
-echo secret >"$E2E_TMP/secret"
+echo secret >"$E2E_TMP/hostfile"
 for tpl in busybox host; do
 	set +e
-	run -t $tpl -- sh -c "echo ran; cat '$E2E_TMP/secret'" >"$E2E_TMP/out" 2>&1
+	run -t $tpl -- sh -c "echo ran; cat '$E2E_TMP/hostfile'" >"$E2E_TMP/out" 2>&1
 	rc=$?
 	set -e
 	check "guest ($tpl): host files outside its root are invisible: ENOENT (status $rc)" \
 		eval '[ $rc = 1 ] && says "$E2E_TMP/out" "^ran$" && ! grep -qx secret "$E2E_TMP/out" &&
-			says "$E2E_TMP/out" "$E2E_TMP/secret.*No such file or directory"'
+			says "$E2E_TMP/out" "$E2E_TMP/hostfile.*No such file or directory"'
 done
 set +e
 run -- sh -c 'echo ran; mount -t tmpfs none /mnt; echo "status $?"; grep -c " /mnt " /proc/self/mountinfo' \
