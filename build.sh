@@ -6,9 +6,10 @@ cd "$(dirname "$0")"
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 # Every build and test dependency, from Debian's packages.
+# publicsuffix is data sluiced reads at run time (conf/conf_psl.c).
 PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev
   libssl-dev libnghttp2-dev libc-ares-dev libnftnl-dev libmnl-dev libyaml-dev
-  libcmocka-dev libjansson-dev"
+  libcmocka-dev libjansson-dev libpsl-dev publicsuffix"
 PKGS_TEST="curl wget git python3 iproute2 procps nftables nginx-light openssl util-linux
   dnsmasq-base nghttp2-client busybox-static netcat-openbsd openssh-client
   qemu-system-x86 erofs-utils cpio kmod xz-utils zstd lz4
