@@ -6,9 +6,10 @@ cd "$(dirname "$0")"
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 # Every build and test dependency, from Debian's packages.
+# publicsuffix is data sluiced reads at run time (conf/conf_psl.c).
 PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev
   libssl-dev libnghttp2-dev libc-ares-dev libnftnl-dev libmnl-dev libyaml-dev
-  libcmocka-dev libjansson-dev"
+  libcmocka-dev libjansson-dev libpsl-dev publicsuffix"
 PKGS_TEST="curl wget git python3 iproute2 procps nftables nginx-light openssl util-linux
   dnsmasq-base nghttp2-client busybox-static netcat-openbsd openssh-client openssh-server
   qemu-system-x86 erofs-utils cpio kmod xz-utils zstd lz4
@@ -118,11 +119,17 @@ cmd_test() {
 	cmd_deps
 	cmd_build
 	say "unit tests"
-	run_ctest unit build -L unit
+	run_ctest unit build -L unit -j "$JOBS"
 	say "unit tests under AddressSanitizer and UndefinedBehaviorSanitizer"
 	cmd_build_asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		run_ctest unit-asan build/asan -L unit
+		run_ctest unit-asan build/asan -L unit -j "$JOBS"
+	# Every libFuzzer target (ASan+UBSan, clang) on its corpus and then
+	# FUZZ_CI_SECONDS of new inputs: a crash a new input finds fails here.
+	# ./build.sh fuzz is for long runs.
+	say "fuzz targets"
+	fuzz_build
+	fuzz_all "${FUZZ_CI_SECONDS:-20}"
 	# Each e2e pass starts by emptying build/e2e-keep (e2e_keep_reset) and
 	# ends with the canary scan of what its tests kept (e2e_zz_canary,
 	# tests/e2e/README.md).
@@ -161,24 +168,91 @@ cmd_bench() {
 	done
 }
 
-# Runs every libFuzzer target for FUZZ_SECONDS (default 60) each, on a
-# scratch copy of its seed corpus; crashes land in build/fuzz/crashes/.
+# fuzz_build: the libFuzzer targets (clang, ASan+UBSan, -DSLUICE_FUZZ=ON)
+# into build/fuzz/tests/, and nothing else of that tree (fuzz_targets in
+# tests/CMakeLists.txt).
+fuzz_build() {
+	CC=clang configure build/fuzz -DSLUICE_FUZZ=ON
+	cmake --build build/fuzz -j "$JOBS" --target fuzz_targets
+}
+
+# fuzz_one NAME SECS: fuzz_NAME on build/fuzz/corpus/NAME, a scratch copy
+# of tests/fuzz/corpus/NAME kept between runs (a run starts from what the
+# last one found; the seeds themselves are never written), for SECS seconds
+# after it has run every input of the corpus once (SECS 0: only that).
+# Output to build/fuzz/logs/NAME.log. A crash, leak, timeout or out-of-memory
+# leaves its input in build/fuzz/crashes/NAME-KIND-SHA1 and returns non-zero.
+fuzz_one() {
+	local name=$1 secs=$2 work=build/fuzz/corpus/$1
+	local limit=(-max_total_time="$secs")
+	[ "$secs" -gt 0 ] || limit=(-runs=0)
+	mkdir -p "$work" && cp -r "tests/fuzz/corpus/$name/." "$work/" || return 1
+	build/fuzz/tests/fuzz_"$name" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 \
+		-artifact_prefix=build/fuzz/crashes/"$name"- "$work" \
+		>build/fuzz/logs/"$name".log 2>&1
+}
+
+# fuzz_all SECS: every target of tests/fuzz/fuzz_*.c through fuzz_one, JOBS
+# at a time (each is one process on one core). Prints a line per target,
+# and for each that failed its name, the input that made it fail and the
+# sanitizer's report. Returns non-zero when any target failed or is missing.
+fuzz_all() {
+	local secs=$1 src name rc input running=0 logs=build/fuzz/logs failed=()
+	if ! [[ $secs =~ ^[0-9]+$ ]]; then
+		echo "build.sh: fuzz seconds must be a whole number, got '$secs'" >&2
+		return 1
+	fi
+	rm -rf "$logs"
+	mkdir -p "$logs" build/fuzz/crashes
+	say "fuzzing every target for ${secs}s after its corpus, $JOBS at a time"
+	for src in tests/fuzz/fuzz_*.c; do
+		name=${src##*/fuzz_}
+		name=${name%.c}
+		if [ "$running" -ge "$JOBS" ]; then
+			wait -n || true # its status is in its .rc file
+			running=$((running - 1))
+		fi
+		(
+			rc=0
+			fuzz_one "$name" "$secs" || rc=$?
+			echo "$rc" >"$logs/$name.rc"
+		) &
+		running=$((running + 1))
+	done
+	wait
+	for src in tests/fuzz/fuzz_*.c; do
+		name=${src##*/fuzz_}
+		name=${name%.c}
+		rc=$(cat "$logs/$name.rc" 2>/dev/null || echo "?")
+		if [ "$rc" = 0 ]; then
+			printf '    %-14s ok: %s\n' "$name" \
+				"$(grep -E '^Done [0-9]+ runs' "$logs/$name.log" | tail -n 1)"
+		else
+			printf '    %-14s FAILED (exit %s)\n' "$name" "$rc"
+			failed+=("$name")
+		fi
+	done
+	for name in "${failed[@]}"; do
+		input=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$logs/$name.log" | tail -n 1)
+		{
+			echo "build.sh: fuzz target fuzz_$name failed on ${input:-no saved input (see its log)}"
+			if [ -n "$input" ]; then
+				echo "  reproduce: build/fuzz/tests/fuzz_$name $input"
+				echo "  once fixed, keep it as a seed: cp $input tests/fuzz/corpus/$name/"
+			fi
+			echo "  log: $logs/$name.log, whose report begins:"
+			grep -E -A 30 -m 1 '^==[0-9]+==|runtime error|^ERROR: libFuzzer|^Usage|No such file' \
+				"$logs/$name.log" | head -n 30 | sed 's/^/    /'
+		} >&2
+	done
+	[ ${#failed[@]} -eq 0 ]
+}
+
+# Runs every libFuzzer target for FUZZ_SECONDS (default 60) each.
 cmd_fuzz() {
 	cmd_deps
-	CC=clang configure build/fuzz -DSLUICE_FUZZ=ON
-	cmake --build build/fuzz -j "$JOBS"
-	local secs=${FUZZ_SECONDS:-60}
-	mkdir -p build/fuzz/crashes
-	for bin in build/fuzz/tests/fuzz_*; do
-		[ -x "$bin" ] || continue
-		local name=${bin##*/fuzz_}
-		local work=build/fuzz/corpus/$name
-		mkdir -p "$work"
-		cp -r "tests/fuzz/corpus/$name/." "$work/"
-		say "fuzzing $name for ${secs}s"
-		"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-			-artifact_prefix=build/fuzz/crashes/"$name"- "$work" 2>&1 | tail -n 3
-	done
+	fuzz_build
+	fuzz_all "${FUZZ_SECONDS:-60}"
 }
 
 cmd_help() {
@@ -187,11 +261,14 @@ usage: ./build.sh COMMAND
   deps   install every build and test dependency (Debian packages)
   build  build into build/ (CMake, -Wall -Wextra -Werror) and the vm guest
          images into build/vm/ (sandbox/vm/mkimage.sh, as root)
-  test   deps, build, unit tests, unit tests under ASan+UBSan, end-to-end tests
+  test   deps, build, unit tests, unit tests under ASan+UBSan, every fuzz
+         target for FUZZ_CI_SECONDS (default 20) each after its corpus,
+         end-to-end tests
   run    deps, build, run sluiced in the foreground on conf/sluice.yaml
   bench  deps (with the peers: wrk, tinyproxy, squid, mitmproxy, ...), build,
          run every bench/*.sh
-  fuzz   run every libFuzzer target for FUZZ_SECONDS (default 60) each
+  fuzz   run every libFuzzer target for FUZZ_SECONDS (default 60) each;
+         crashes land in build/fuzz/crashes/, logs in build/fuzz/logs/
 HELP
 }
 

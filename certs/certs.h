@@ -80,7 +80,8 @@ int certs_wire_encode(uint8_t *out, size_t outsz, const struct certs_msg *m);
 /* Decodes one whole message in[0..len): the header, a known type and a
  * payload that type allows (MINT: a host certs_host_check() accepts;
  * ERROR: a known code and printable text). *m borrows in. Returns 0, or
- * -EINVAL with the reason in err (err never quotes the bytes). */
+ * -EINVAL with the reason in err (err never quotes the bytes) and *m all
+ * zero. */
 int certs_wire_decode(const uint8_t *in, size_t len, struct certs_msg *m, char *err, size_t errsz);
 
 /* ---- the signer process ---- */

@@ -92,18 +92,21 @@ certs_wire_decode(const uint8_t *in, size_t len, struct certs_msg *m, char *err,
 	hdr = CERTS_WIRE_HDR;
 	if (m->type == CERTS_MSG_ERROR) {
 		if (len < hdr + 1) {
-			snprintf(err, errsz, "ERROR: no code");
-			return -EINVAL;
+			why = "ERROR: no code";
+			goto bad;
 		}
 		m->code = in[hdr++];
 	}
 	m->payload = in + hdr;
 	m->len = len - hdr;
 	why = check(m);
-	if (why) {
-		snprintf(err, errsz, "%s", why);
-		memset(m, 0, sizeof(*m));
-		return -EINVAL;
-	}
+	if (why)
+		goto bad;
 	return 0;
+bad:
+	/* Every refusal leaves m all zero (type and id are set by now):
+	 * nothing half-decoded for a caller to act on. */
+	snprintf(err, errsz, "%s", why);
+	memset(m, 0, sizeof(*m));
+	return -EINVAL;
 }

@@ -39,7 +39,19 @@ bool cs_get_str(struct ctx *x, const struct cy_node *n, const char *path, char *
 bool cs_get_bool(struct ctx *x, const struct cy_node *n, const char *path, bool *out);
 bool cs_get_enum(struct ctx *x, const struct cy_node *n, const char *path, const char *const *names, int *out);
 bool cs_get_seq(struct ctx *x, const struct cy_node *n, const char *path, size_t *count);
-bool cs_get_hostpat(struct ctx *x, const struct cy_node *n, const char *path, bool wildcard_ok, struct conf_hostpat *out);
+
+/* The wildcards a host pattern may be (docs/config.md, "Wildcards and public
+ * suffixes"):
+ *   CS_WILD_SITES  '*.example.com', never one that covers a public suffix
+ *                  ('*.com', '*.co.uk', '*.github.io'): what grants
+ *                  something (allow, intercept, a credential's host, a
+ *                  tenant's egress list);
+ *   CS_WILD_ANY    '*.com' too: deny lists, which only take away, and what
+ *                  a saved layer reads back (it was checked when its claim
+ *                  pinned it; refusing it now would end the claim). */
+enum cs_wild { CS_WILD_SITES, CS_WILD_ANY };
+bool cs_get_hostpat(struct ctx *x, const struct cy_node *n, const char *path, enum cs_wild wild,
+		    struct conf_hostpat *out);
 bool cs_get_secret(struct ctx *x, const struct cy_node *n, const char *path, struct conf_secret *out);
 
 /* Where a credentials list comes from (conf_cred.c):

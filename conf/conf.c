@@ -654,7 +654,7 @@ conf_host_check(const char *host, bool wildcard_ok, char *err, size_t errsz)
 /* "host", "*.suffix", either with ":port", or "[v6]:port". */
 bool
 cs_get_hostpat(struct ctx *x, const struct cy_node *n, const char *path,
-	    bool wildcard_ok, struct conf_hostpat *out)
+	    enum cs_wild wild, struct conf_hostpat *out)
 {
 	char host[256], err[160], buf[80];
 	const char *s, *colon = NULL;
@@ -701,12 +701,28 @@ cs_get_hostpat(struct ctx *x, const struct cy_node *n, const char *path,
 	/* One trailing dot is the root: "example.com." is "example.com". */
 	if (hlen > 1 && host[hlen - 1] == '.' && host[hlen - 2] != '.')
 		host[--hlen] = '\0';
-	if (conf_host_check(host, wildcard_ok, err, sizeof(err)) < 0) {
+	if (conf_host_check(host, true, err, sizeof(err)) < 0) {
 		cs_err_at(x, n, "%s: bad host pattern '%s': %s", path, shown(n, buf, sizeof(buf)), err);
 		return false;
 	}
 	for (size_t i = 0; i < hlen; i++)
 		host[i] = (char)tolower((unsigned char)host[i]);
+	if (host[0] == '*' && wild == CS_WILD_SITES) {
+		int ps = conf_public_suffix(host + 2);
+
+		if (ps < 0) {
+			cs_err_at(x, n, "%s: cannot check '%s' against the Public Suffix List: "
+				  "no list data (install Debian's publicsuffix)", path,
+				  shown(n, buf, sizeof(buf)));
+			return false;
+		}
+		if (ps > 0) {
+			cs_err_at(x, n, "%s: '%s' covers the public suffix %s: every site under it "
+				  "would match; name the domains meant ('*.example.%s')", path,
+				  shown(n, buf, sizeof(buf)), host + 2, host + 2);
+			return false;
+		}
+	}
 	out->wildcard = host[0] == '*';
 	out->host = conf_arena_strndup(x->a, host + (out->wildcard ? 2 : 0),
 				       hlen - (out->wildcard ? 2 : 0));
@@ -716,7 +732,7 @@ cs_get_hostpat(struct ctx *x, const struct cy_node *n, const char *path,
 }
 
 static void
-get_hostpats(struct ctx *x, const struct cy_node *n, const char *path,
+get_hostpats(struct ctx *x, const struct cy_node *n, const char *path, enum cs_wild wild,
 	     struct conf_hostpats *out)
 {
 	char p[PATHSZ];
@@ -729,7 +745,7 @@ get_hostpats(struct ctx *x, const struct cy_node *n, const char *path,
 	out->v = conf_arena_alloc(x->a, cnt * sizeof(*out->v));
 	for (size_t i = 0; i < cnt; i++) {
 		cs_pathf(p, path, "[%zu]", i);
-		if (cs_get_hostpat(x, n->items[i], p, true, &out->v[out->n]))
+		if (cs_get_hostpat(x, n->items[i], p, wild, &out->v[out->n]))
 			out->n++;
 	}
 }
@@ -1393,6 +1409,7 @@ load_policy(struct ctx *x, const struct cy_node *it, const char *p, const char *
 	    struct conf_policy *po, bool saved)
 {
 	static const char *const modes[] = { "enforce", "report", NULL };
+	const enum cs_wild grants = saved ? CS_WILD_ANY : CS_WILD_SITES;
 	const struct cy_node *ap;
 	char q[PATHSZ];
 	size_t k;
@@ -1407,9 +1424,11 @@ load_policy(struct ctx *x, const struct cy_node *it, const char *p, const char *
 	get_name(x, it, p, &po->name);
 	if (cs_get_enum(x, cs_map_get(it, "mode"), (cs_pathf(q, p, ".mode"), q), modes, &v))
 		po->mode = (enum conf_policy_mode)v;
-	get_hostpats(x, cs_map_get(it, "allow"), (cs_pathf(q, p, ".allow"), q), &po->allow);
-	get_hostpats(x, cs_map_get(it, "deny"), (cs_pathf(q, p, ".deny"), q), &po->deny);
-	get_hostpats(x, cs_map_get(it, "intercept"), (cs_pathf(q, p, ".intercept"), q), &po->intercept);
+	get_hostpats(x, cs_map_get(it, "allow"), (cs_pathf(q, p, ".allow"), q), grants, &po->allow);
+	get_hostpats(x, cs_map_get(it, "deny"), (cs_pathf(q, p, ".deny"), q), CS_WILD_ANY,
+		     &po->deny);
+	get_hostpats(x, cs_map_get(it, "intercept"), (cs_pathf(q, p, ".intercept"), q), grants,
+		     &po->intercept);
 	ap = cs_map_get(it, "allow_private");
 	cs_pathf(q, p, ".allow_private");
 	if (cs_get_seq(x, ap, q, &k)) {
@@ -1492,7 +1511,8 @@ load_tenants(struct ctx *x, const struct cy_node *n)
 		eg = cs_map_get(it, "egress");
 		if (eg) {
 			t->has_egress = true;
-			get_hostpats(x, eg, (cs_pathf(q, p, ".egress"), q), &t->egress);
+			get_hostpats(x, eg, (cs_pathf(q, p, ".egress"), q), CS_WILD_SITES,
+				     &t->egress);
 		}
 		get_u32(x, cs_map_get(it, "max_claims"), (cs_pathf(q, p, ".max_claims"), q), 0, 100000,
 			&t->max_claims);
@@ -1930,7 +1950,7 @@ conf_load_layer_tree(struct conf_layer *l, const struct cy_node *item, const cha
 			       kind_name(eg));
 		} else {
 			l->has_narrow = true;
-			get_hostpats(&x, eg, q, &l->narrow);
+			get_hostpats(&x, eg, q, CS_WILD_ANY, &l->narrow);
 		}
 	}
 	if (paths) {

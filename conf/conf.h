@@ -58,6 +58,13 @@ bool conf_cidr_overlap(const struct conf_cidr *a, const struct conf_cidr *b);
  * Returns 0 or -EINVAL with a reason in err. */
 int conf_host_check(const char *host, bool wildcard_ok, char *err, size_t errsz);
 
+/* Whether `name` (lowercase, no trailing dot, no "*.") is a public suffix
+ * of the Public Suffix List, its private section included: "com", "co.uk",
+ * "github.io" are; "example.com", and names the list does not hold
+ * ("internal"), are not. Returns 1, 0, or -ENOENT when no list could be
+ * loaded (conf_psl.c). Thread-safe; the list is read once per process. */
+int conf_public_suffix(const char *name);
+
 /* The pool set as JSON (conf_json.c), for the operator API's GET and PUT
  * /v1/pools (docs/api.md). */
 
@@ -82,7 +89,9 @@ json_t *conf_pools_to_json(const struct conf *c);
 
 /* Checks `saved` ({"name", "mode", "allow", "deny", "intercept",
  * "credentials", "allow_private", "tenant_egress"}, as gw_policy_save()
- * writes it) exactly as a YAML policies[] entry is checked, resolves the
+ * writes it) as a YAML policies[] entry is checked, but for wildcards that
+ * cover a public suffix, taken back as they were pinned (a layer saved
+ * before that rule must not end its claim at a restart), resolves the
  * credentials' ${env:}/${file:} references again, and reads tenant_egress
  * (required: null for no tenant list, [] for a list that allows nothing).
  * Returns a new layer the caller frees with conf_layer_free(), or NULL with

@@ -315,7 +315,8 @@ load_one(struct ctx *x, const struct cy_node *ci, const char *r, struct conf_cre
 	}
 	if (!ok)
 		return false;
-	ok &= cs_get_hostpat(x, cs_map_get(ci, "host"), (cs_pathf(s, r, ".host"), s), true, &cd->host);
+	ok &= cs_get_hostpat(x, cs_map_get(ci, "host"), (cs_pathf(s, r, ".host"), s),
+			     saved ? CS_WILD_ANY : CS_WILD_SITES, &cd->host);
 	if ((n = cs_map_get(ci, "cleartext")))
 		ok &= cs_get_bool(x, n, (cs_pathf(s, r, ".cleartext"), s), &cd->cleartext);
 	switch (cd->kind) {

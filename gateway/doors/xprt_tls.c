@@ -805,7 +805,9 @@ gw_xprt_tls_client_new(struct gw_tls_ctx *ctx, const struct gw_tls_client_params
 	if (is_ip_literal(p->host))
 		ok = X509_VERIFY_PARAM_set1_ip_asc(vp, p->host) == 1;
 	else
-		ok = SSL_set_tlsext_host_name(t->ssl, p->host) == 1 &&
+		/* The macro casts its name to void * (clang's -Wcast-qual
+		 * objects to a const one); OpenSSL copies it, never writes. */
+		ok = SSL_set_tlsext_host_name(t->ssl, (char *)(uintptr_t)p->host) == 1 &&
 		     SSL_set1_host(t->ssl, p->host) == 1;
 	/* SSL_set_alpn_protos() returns 0 on success. */
 	if (ok && p->alpn_len)

@@ -7,7 +7,8 @@
 # operator); warm and cold claims; exec (buffered, env, timeouts,
 # truncation, streamed); files (5 MiB round trip, directories, errors);
 # tenants cannot see each other's sandboxes; max_claims; a PUT /v1/pools
-# does not touch live claims' layers and refuses a bad set whole; leases
+# does not touch live claims' layers and refuses a bad set whole; wildcards
+# over a public suffix refused in the file and in a tenant's credentials; leases
 # expire; TTL edges; release (processes, cgroups, links, ids never reused);
 # the CLI; 100 claim/exec/release cycles, 10 at a time, leave only the
 # warm sandboxes; a clean stop leaves nothing.
@@ -384,6 +385,51 @@ check "... and GET /v1/pools is unchanged after it" \
 	eval 'status 200 && [ "$("$PY" -c "import json,sys; print(json.loads(sys.argv[1]) == json.loads(sys.argv[2]))" "$B" "$POOLS2")" = True ]'
 acme DELETE "/v1/sandboxes/$A4"
 check "acme releases the narrow claim" is 'd["result"]' released
+
+# --- 8b. wildcards that cover a public suffix ------------------------------------
+# A pool only names its policy, so a PUT /v1/pools carries no host pattern:
+# the policies' patterns are checked where the file is loaded (--check, the
+# start, SIGHUP), and the patterns the API takes, a tenant's credentials,
+# where it takes them. Each refusal follows the same input with the suffix
+# replaced by a registrable domain, accepted.
+for pat in '*.example.co.uk' '*.co.uk'; do
+	sed -e 's|^  - { name: narrow, allow: \["example.com"\] }$|&\n  - { name: open, allow: ["example.com", "'"$pat"'"] }|' \
+		"$E2E_TMP/sluice.yaml" >"$E2E_TMP/psl.yaml"
+	rc=0
+	out=$("$SLUICED" --check "$E2E_TMP/psl.yaml" 2>&1) || rc=$?
+	line=$(grep -n '^  - { name: open, ' "$E2E_TMP/psl.yaml" | cut -d: -f1)
+	col=$(grep '^  - { name: open, ' "$E2E_TMP/psl.yaml" | awk -v p="\"$pat\"" '{ print index($0, p) }')
+	if [ "$pat" = '*.example.co.uk' ]; then
+		check "--check accepts a policy allowing '*.example.co.uk' (line $line, col $col)" \
+			eval '[ "$rc" = 0 ] && [ -n "$line" ] && [ "$col" -gt 0 ]'
+	else
+		want="$E2E_TMP/psl.yaml:$line:$col: policies[2].allow[1]: '*.co.uk' covers the public suffix co.uk: every site under it would match; name the domains meant ('*.example.co.uk')"
+		check "--check refuses '*.co.uk' there: exit 2, the one line naming the suffix ($out)" \
+			eval '[ "$rc" = 2 ] && [ "$out" = "$want" ]'
+	fi
+done
+PSL_VAL="psl-v-$RANDOM$RANDOM"
+pcred() { echo '{"name":"t","host":"'"$1"'","header":"X-Psl","value":"'"$PSL_VAL"'"}'; }
+tcred_hosts() { j '[c["host"] for c in d["credentials"] if c["name"] == "t"]'; }
+claim tcp "$OTHER" '{"pool":"warm","credentials":['"$(pcred '*.example.com')"']}'
+P1=$ID
+check "other claims with a credential for '*.example.com': 201, listed with that host" \
+	eval 'status 201 && [ "$(tcred_hosts)" = "[\"*.example.com\"]" ]'
+claim tcp "$OTHER" '{"pool":"warm","credentials":['"$(pcred '*.github.io')"']}'
+want="credentials[0].host: '*.github.io' covers the public suffix github.io: every site under it would match"
+check "a claim with a credential for '*.github.io': 400 bad-request naming the suffix, the value not echoed" \
+	eval 'status 400 && is "d[\"error\"][\"code\"]" bad-request &&
+	      [[ $(j "d[\"error\"][\"message\"]") == "$want"* ]] && [[ $B != *"$PSL_VAL"* ]]'
+req tcp "$OTHER" PUT "/v1/sandboxes/$P1/credentials" "${JS[@]}" '{"credentials":['"$(pcred '*.CO.UK.')"']}'
+# shellcheck disable=SC2034 # read by the eval below
+want="credentials[0].host: '*.CO.UK.' covers the public suffix co.uk: every site under it would match"
+check "PUT of its credentials for '*.CO.UK.': 400 naming co.uk" \
+	eval 'status 400 && [[ $(j "d[\"error\"][\"message\"]") == "$want"* ]]'
+req tcp "$OTHER" GET "/v1/sandboxes/$P1"
+check "... and the claim keeps its '*.example.com' credential" \
+	eval 'status 200 && [ "$(tcred_hosts)" = "[\"*.example.com\"]" ]'
+req tcp "$OTHER" DELETE "/v1/sandboxes/$P1"
+check "other releases it" is 'd["result"]' released
 
 # --- 9. lease expiry -----------------------------------------------------------
 # Shown reaped, for the reason that its lease ended (the log's line, the

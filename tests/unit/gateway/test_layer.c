@@ -1003,7 +1003,7 @@ static void test_config_changed(void **state)
 {
 	static const char changed[] = "policies:\n"
 				      "  - name: strict\n"
-				      "    allow: [\"*.com\", \"*.org\"]\n";
+				      "    allow: [\"*.example.com\", \"*.example.org\"]\n";
 	struct conf *c = load_conf();
 	struct gw_policy *a = gw_policy_new(conf_policy_find(c, "strict"),
 					    &c->tenants[0].egress), *b, *fresh;
@@ -1028,6 +1028,25 @@ static void test_config_changed(void **state)
 	gw_policy_unref(b);
 	gw_policy_unref(a);
 	conf_unref(c);
+}
+
+/* A layer pinned before wildcards over a public suffix were refused comes
+ * back at a restart and decides as it did (a refusal would end its claim);
+ * only the file and the API refuse them now (tests/unit/conf/test_conf_psl.c). */
+static void test_saved_public_suffix_kept(void **state)
+{
+	struct gw_policy *b;
+	struct gw_policy_decision d;
+
+	(void)state;
+	b = load_text("{\"name\": \"old\", \"allow\": [\"*.com\"], \"deny\": [\"*.bad.com\"], "
+		      "\"tenant_egress\": [\"*.com\"]}");
+	assert_int_equal(gw_policy_check(b, "anything.com", 443, &d), 0);
+	assert_false(d.report_only);
+	assert_string_equal(d.rule, "*.com");
+	assert_int_equal(gw_policy_check(b, "x.bad.com", 443, &d), -EACCES);
+	assert_int_equal(gw_policy_check(b, "example.org", 443, &d), -EACCES);
+	gw_policy_unref(b);
 }
 
 static void test_save_refusals(void **state)
@@ -1073,6 +1092,7 @@ int main(void)
 		cmocka_unit_test(test_tenant_creds_refused),
 		cmocka_unit_test(test_values_resolved_at_load),
 		cmocka_unit_test(test_config_changed),
+		cmocka_unit_test(test_saved_public_suffix_kept),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
