@@ -34,6 +34,10 @@ e2e_cleanup() {
 	for ns in "${E2E_NETNS[@]}"; do
 		ip netns del "$ns" 2>/dev/null || true
 	done
+	# The host id ranges of sandboxes ended by their cgroup rather than
+	# stopped (sandbox/idmap.c): free anyway once $E2E_TMP is gone, but
+	# nothing of a test stays.
+	find /run/sluice/idmap -maxdepth 1 -type l -lname "$E2E_TMP/*" -delete 2>/dev/null || true
 	rm -rf "$E2E_TMP"
 	exit $rc
 }
@@ -66,6 +70,7 @@ e2e_guard() {
 	findmnt -rn -o TARGET | grep "^$tmp/" | sort -r | while read -r m; do
 		umount -l "$m"
 	done
+	find /run/sluice/idmap -maxdepth 1 -type l -lname "$tmp/*" -delete 2>/dev/null
 	rm -rf "$tmp"
 }
 # pstart PID: the process's start time (field 22 of /proc/PID/stat, read
