@@ -98,6 +98,11 @@ struct conf_daemon {
 	bool fleet_teardown;            /* clean exit removes the table, links, netns */
 	enum conf_journal_damage journal_damage;
 	char *control_socket;           /* NULL: none */
+	/* daemon.idmap: the host ids of `ns` sandboxes, `ranges` ranges of
+	 * 65536 from `base` (checked: a multiple of 65536, at least 65536,
+	 * nothing past 4294967294). */
+	uint32_t idmap_base;
+	uint32_t idmap_ranges;
 	enum conf_log_level log_level;
 	enum conf_log_format log_format;
 };

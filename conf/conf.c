@@ -1005,13 +1005,14 @@ static void
 load_daemon(struct ctx *x, const struct cy_node *n)
 {
 	static const char *const keys[] = { "data_dir", "fleet_netns", "fleet_teardown",
-					     "control_socket", "log", "journal_damage", NULL };
+					     "control_socket", "log", "journal_damage", "idmap", NULL };
+	static const char *const ikeys[] = { "base", "ranges", NULL };
 	static const char *const damages[] = { "refuse", "destroy", NULL };
 	static const char *const lkeys[] = { "level", "format", NULL };
 	static const char *const levels[] = { "err", "warn", "info", "debug", NULL };
 	static const char *const formats[] = { "text", "json", NULL };
 	struct conf_daemon *dm = &x->c->daemon;
-	const struct cy_node *log, *f;
+	const struct cy_node *log, *f, *im;
 	int v;
 
 	if (!cs_expect_map(x, n, "daemon", keys))
@@ -1033,6 +1034,23 @@ load_daemon(struct ctx *x, const struct cy_node *n)
 	} else if (f && cs_get_str(x, f, "daemon.control_socket", &dm->control_socket)) {
 		if (dm->control_socket[0] != '/' || strlen(dm->control_socket) > 107)
 			cs_err_at(x, f, "daemon.control_socket: must be an absolute path shorter than 108 bytes, or off");
+	}
+	/* The sandbox/ checks of the same rule, here for a file:line:col. */
+	im = cs_map_get(n, "idmap");
+	if (cs_expect_map(x, im, "daemon.idmap", ikeys)) {
+		uint64_t end;
+
+		get_u32(x, cs_map_get(im, "base"), "daemon.idmap.base", 65536, 0xfffe0000u,
+			&dm->idmap_base);
+		get_u32(x, cs_map_get(im, "ranges"), "daemon.idmap.ranges", 1, 65534,
+			&dm->idmap_ranges);
+		end = (uint64_t)dm->idmap_base + (uint64_t)dm->idmap_ranges * 65536;
+		if (dm->idmap_base % 65536)
+			cs_err_at(x, cs_map_get(im, "base"),
+				  "daemon.idmap.base: %u is not a multiple of 65536", dm->idmap_base);
+		else if (end > 0xffffffffull)
+			cs_err_at(x, im, "daemon.idmap: %u ranges of 65536 from %u go past 4294967294, the last host id",
+				  dm->idmap_ranges, dm->idmap_base);
 	}
 	log = cs_map_get(n, "log");
 	if (cs_expect_map(x, log, "daemon.log", lkeys)) {
@@ -1796,6 +1814,8 @@ set_defaults(struct conf *c, struct conf_arena *a)
 	c->daemon.data_dir = conf_arena_strndup(a, "/var/lib/sluice", 15);
 	c->daemon.fleet_netns = conf_arena_strndup(a, "sluice", 6);
 	c->daemon.control_socket = conf_arena_strndup(a, "/run/sluice/control.sock", 24);
+	c->daemon.idmap_base = 1073741824u;     /* sandbox/'s SBX_IDMAP_BASE */
+	c->daemon.idmap_ranges = 8192;          /* and SBX_IDMAP_RANGES */
 	c->daemon.log_level = CONF_LOG_INFO;
 	c->daemon.log_format = CONF_LOG_TEXT;
 	c->api.socket = conf_arena_strndup(a, "/run/sluice/api.sock", 20);

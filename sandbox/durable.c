@@ -413,6 +413,8 @@ sbx_durable_forget(const struct sbx_durable *w, const json_t *saved, char *err, 
 	if (rc != -ESRCH)
 		goto out;
 	rc = sbx_rec_cleanup(r, w->link, err, errsz);
+	if (rc == 0 && w->gone)
+		w->gone(r);
 	if (rc == 0)
 		sbx_log(SBX_LOG_INFO, "sandbox %s: forgotten", r->id);
 out:
@@ -429,6 +431,7 @@ sweep_one(const struct sbx_durable *w, const char *root, const char *id, char *e
 {
 	char path[PATH_MAX * 2];
 	struct sbx_rec *r = NULL;
+	bool parsed = true; /* r is the backend's record, not a bare sbx_rec */
 	const char *be;
 	json_t *j;
 	int rc;
@@ -447,6 +450,7 @@ sweep_one(const struct sbx_durable *w, const char *root, const char *id, char *e
 		 * have made is left to its namespace (name unknown). */
 		struct sbx_cg cg;
 		free(r);
+		parsed = false;
 		if (!(r = sbx_calloc(1, sizeof(*r)))) {
 			rc = sbx_fail(err, errsz, -ENOMEM, "sweep: out of memory");
 			goto out;
@@ -458,6 +462,8 @@ sweep_one(const struct sbx_durable *w, const char *root, const char *id, char *e
 		sbx_rec_set_cg(r, &cg);
 	}
 	rc = sbx_rec_cleanup(r, w->link, err, errsz);
+	if (rc == 0 && parsed && w->gone)
+		w->gone(r);
 	if (rc == 0)
 		sbx_log(SBX_LOG_INFO, "sandbox %s: swept", id);
 out:

@@ -1,10 +1,12 @@
 /* ns.c: the `ns` backend. A sandbox is a process tree in new mount, pid,
- * net, uts, ipc and cgroup namespaces, rooted in an overlay (the template
- * read-only below, a per-sandbox upper directory above), limited by a
- * cgroup, with a reduced capability bounding set, no_new_privs and a
- * seccomp filter. Its PID 1 is sluice-agent (or, until one is configured,
- * a placeholder shell), talking over an inherited socket on fd 3 and
- * listening on SBX_AGENT_SOCK inside the guest for the next host.
+ * net, uts, ipc and cgroup namespaces and a user namespace of its own, in
+ * which its root is an unprivileged host uid (idmap.c), rooted in an
+ * overlay (the template, idmapped and read-only, below; a per-sandbox
+ * upper directory the guest's root owns above), limited by a cgroup, with
+ * a reduced capability bounding set, no_new_privs and a seccomp filter.
+ * Its PID 1 is sluice-agent (or, until one is configured, a placeholder
+ * shell), talking over an inherited socket on fd 3 and listening on
+ * SBX_AGENT_SOCK inside the guest for the next host.
  *
  * A sandbox outlives the process that started it: nothing ties it to us
  * (no parent-death signal, its own session, mounts only in its own mount
@@ -13,30 +15,29 @@
  * ns_adopt() does, connecting to the agent through /proc/PID/root; a copy
  * of the record lives in its state directory for ns_sweep().
  *
- * Start: the parent prepares everything that needs memory (a `plan`),
- * clones the child, which blocks on a pipe while the parent puts it in
+ * Start: the parent reserves the sandbox's host id range, makes its
+ * writable layer (owned by the guest's root) and its user namespace,
+ * prepares everything that needs memory (a `plan`, ns-int.h), clones the
+ * child (ns_child.c), which blocks on a pipe while the parent puts it in
  * its cgroup and wires its network from outside (setns into each
  * namespace from the calling thread: no `ip netns exec`, which would lose
- * /sys/fs/cgroup); then the child mounts, pivots, drops privilege and
- * execs. The child allocates nothing (the parent may have threads). */
+ * /sys/fs/cgroup); then the child mounts, pivots, joins the user
+ * namespace, drops privilege and execs. The child allocates nothing (the
+ * parent may have threads). */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <linux/capability.h>
-#include <linux/filter.h>
 #include <linux/openat2.h>
-#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -44,22 +45,11 @@
 
 #include <jansson.h>
 
+#include "ns-int.h"
 #include "rtnl.h"
-#include "sandbox-int.h"
 #include "sandbox.h"
 
 #define NS_CA_MS 5000 /* the agent's "configure" of the CA */
-
-#define MOUNTS_MAX 32
-#define ENV_MAX    128
-
-/* What the guest's PID 1 keeps: enough to run commands as any user and
- * manage files anywhere in its own root. No SYS_ADMIN, NET_ADMIN,
- * NET_RAW, SYS_PTRACE, SYS_MODULE, MKNOD, SYS_RAWIO, ... */
-#define KEEP_CAPS                                                                                  \
-	((1ull << CAP_CHOWN) | (1ull << CAP_DAC_OVERRIDE) | (1ull << CAP_FOWNER) |                 \
-	 (1ull << CAP_FSETID) | (1ull << CAP_KILL) | (1ull << CAP_SETGID) | (1ull << CAP_SETUID) | \
-	 (1ull << CAP_NET_BIND_SERVICE))
 
 /* The stand-in PID 1 while no agent is configured: runs each line read
  * from fd 3 with sh and answers its output, then a marker with the
@@ -69,34 +59,6 @@ static const char placeholder_sh[] = "exec 0</dev/null\n"
                                      "  ( eval \"$line\" ) </dev/null >&3 2>&3\n"
                                      "  printf '\\n@@sbx-exit:%d@@\\n' $? >&3\n"
                                      "done\n";
-
-struct bind {
-	char src[PATH_MAX];
-	char dst[PATH_MAX]; /* full host-side path under plan.root */
-	bool ro;
-};
-
-struct plan {
-	char root[PATH_MAX];
-	char ovl_opts[3 * PATH_MAX + 64];
-	size_t nbinds;
-	struct bind binds[SBX_TPL_BINDS + MOUNTS_MAX];
-	char proc[PATH_MAX + 8], tmp[PATH_MAX + 8], dev[PATH_MAX + 8];
-	char hostname[64];
-	char cwd[512];
-	int exe_fd; /* O_PATH of the agent, or -1 */
-	int sock_fd, go_fd, err_fd;
-	int cap_last;
-	char *argv[8];
-	char *envp[ENV_MAX + 2];
-	unsigned short nfilter;
-	struct sock_filter filter[SBX_SECCOMP_MAX];
-};
-
-struct child_err {
-	int err;
-	char step[200];
-};
 
 struct sbx {
 	struct sbx_head head; /* first: see sandbox.c */
@@ -109,241 +71,9 @@ struct sbx {
 	struct sbx_link peer;          /* the link as sbx_save() records it */
 	struct sbx_cg cg;
 	char dir[PATH_MAX]; /* state_dir/<id> */
+	uint32_t idmap;     /* host id of guest 0; 0: none (adopted from before) */
 	bool stopped;
 };
-
-/* ---- the child (no allocation from here to exec) --------------------- */
-
-static size_t
-cpy(char *dst, const char *src, size_t cap)
-{
-	size_t n = strlen(src);
-
-	if (n >= cap)
-		n = cap - 1;
-	memcpy(dst, src, n);
-	dst[n] = 0;
-	return n;
-}
-
-static __attribute__((noreturn)) void
-child_fail(const struct plan *p, const char *step, const char *what)
-{
-	struct child_err e = {.err = errno};
-	size_t n = cpy(e.step, step, sizeof(e.step));
-
-	if (what && n + 2 < sizeof(e.step)) {
-		e.step[n++] = ' ';
-		cpy(e.step + n, what, sizeof(e.step) - n);
-	}
-	if (write(p->err_fd, &e, sizeof(e)) < 0) {
-		/* nothing more to say */
-	}
-	_exit(127);
-}
-
-static void
-child_mount(const struct plan *p, const char *src, const char *dst, const char *type,
-            unsigned long flags, const char *data)
-{
-	if (mount(src, dst, type, flags, data) < 0)
-		child_fail(p, "mount", dst);
-}
-
-static void
-ro_bind(const struct plan *p, const char *src, const char *dst, bool ro)
-{
-	child_mount(p, src, dst, NULL, MS_BIND | MS_REC, NULL);
-	if (ro)
-		child_mount(p, NULL, dst, NULL,
-		            MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
-}
-
-static void
-join(char *out, size_t cap, const char *a, const char *b)
-{
-	size_t n = cpy(out, a, cap);
-
-	cpy(out + n, b, cap - n);
-}
-
-static void
-child_dev(const struct plan *p)
-{
-	static const struct {
-		const char *name;
-		unsigned maj, min;
-	} nodes[] = {{"/null", 1, 3},   {"/zero", 1, 5},    {"/full", 1, 7},
-	             {"/random", 1, 8}, {"/urandom", 1, 9}, {"/tty", 5, 0}};
-	static const char *const links[][2] = {{"pts/ptmx", "/ptmx"},
-	                                       {"/proc/self/fd", "/fd"},
-	                                       {"/proc/self/fd/0", "/stdin"},
-	                                       {"/proc/self/fd/1", "/stdout"},
-	                                       {"/proc/self/fd/2", "/stderr"}};
-	char path[PATH_MAX + 32];
-
-	child_mount(p, "tmpfs", p->dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=256k");
-	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
-		join(path, sizeof(path), p->dev, nodes[i].name);
-		if (mknod(path, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) < 0)
-			child_fail(p, "mknod", path);
-	}
-	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
-		join(path, sizeof(path), p->dev, links[i][1]);
-		if (symlink(links[i][0], path) < 0)
-			child_fail(p, "symlink", path);
-	}
-	join(path, sizeof(path), p->dev, "/pts");
-	if (mkdir(path, 0755) < 0)
-		child_fail(p, "mkdir", path);
-	child_mount(p, "devpts", path, "devpts", MS_NOSUID | MS_NOEXEC,
-	            "newinstance,ptmxmode=0666,mode=0620");
-	join(path, sizeof(path), p->dev, "/shm");
-	if (mkdir(path, 01777) < 0)
-		child_fail(p, "mkdir", path);
-	child_mount(p, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
-}
-
-static void
-child_proc(const struct plan *p)
-{
-	static const char *const ro[] = {"/sys", "/sysrq-trigger", "/irq", "/bus", "/fs"};
-	static const char *const masked[] = {"/kcore", "/keys", "/timer_list", "/sched_debug",
-	                                     "/kallsyms"};
-	char path[PATH_MAX + 32];
-	struct stat st;
-
-	/* Mounted before pivot_root, while the new pid namespace's proc
-	 * can still be reached from the old root. */
-	child_mount(p, "proc", p->proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
-		join(path, sizeof(path), p->proc, ro[i]);
-		if (lstat(path, &st) == 0)
-			ro_bind(p, path, path, true);
-	}
-	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
-		join(path, sizeof(path), p->proc, masked[i]);
-		if (lstat(path, &st) == 0)
-			child_mount(p, "/dev/null", path, NULL, MS_BIND, NULL);
-	}
-}
-
-static void
-child_caps(const struct plan *p)
-{
-	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
-	struct __user_cap_data_struct d[2];
-	unsigned long long keep = KEEP_CAPS;
-
-	for (int c = 0; c <= p->cap_last; c++)
-		if (!(keep & (1ull << c)) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
-			child_fail(p, "drop capability", NULL);
-	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-	for (int i = 0; i < 2; i++) {
-		d[i].effective = d[i].permitted = d[i].inheritable = (uint32_t)(keep >> (32 * i));
-	}
-	if (syscall(SYS_capset, &h, d) < 0)
-		child_fail(p, "capset", NULL);
-}
-
-/* The child's first step: closes every fd above 2 but the plan's. The
- * child has a copy of the parent's table (no exec yet, so close-on-exec
- * does not apply): the write end of its own go pipe, and of any sibling
- * start's, and the parent's other fds (other sandboxes' agent streams,
- * listening sockets). Kept, they would outlive a parent that dies before
- * it says go: the read of go would never see EOF, and the child, stuck,
- * would hold the other agents' first streams open, so that they never
- * take the next host's connection. */
-static void
-child_close_others(const struct plan *p)
-{
-	int keep[4] = {p->go_fd, p->sock_fd, p->err_fd, p->exe_fd};
-	unsigned lo = 3;
-
-	for (int i = 1; i < 4; i++)
-		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-			int t = keep[j];
-			keep[j] = keep[j - 1];
-			keep[j - 1] = t;
-		}
-	for (int i = 0; i < 4; i++) {
-		if (keep[i] < 0 || (unsigned)keep[i] < lo)
-			continue;
-		if ((unsigned)keep[i] > lo)
-			syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
-		lo = (unsigned)keep[i] + 1;
-	}
-	syscall(SYS_close_range, lo, ~0u, 0);
-}
-
-static int
-child_main(void *arg)
-{
-	const struct plan *p = arg;
-	struct sock_fprog prog = {.len = p->nfilter,
-	                          .filter = (struct sock_filter *)(uintptr_t)p->filter};
-	char c;
-	int nul;
-
-	child_close_others(p);
-	umask(0);
-	/* Wait for the parent: cgroup and network come from outside. */
-	if (read(p->go_fd, &c, 1) != 1)
-		_exit(126);
-	/* Our own session and process group: a terminal's SIGINT or SIGHUP
-	 * to the starter's group must not reach the sandbox, which outlives
-	 * its starter. (No PR_SET_PDEATHSIG either, on purpose.) */
-	if (setsid() < 0)
-		child_fail(p, "setsid", NULL);
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		child_fail(p, "unshare cgroup namespace", NULL);
-	child_mount(p, NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
-	child_mount(p, "overlay", p->root, "overlay", 0, p->ovl_opts);
-	for (size_t i = 0; i < p->nbinds; i++)
-		ro_bind(p, p->binds[i].src, p->binds[i].dst, p->binds[i].ro);
-	child_proc(p);
-	child_mount(p, "tmpfs", p->tmp, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
-	child_dev(p);
-	if (chdir(p->root) < 0)
-		child_fail(p, "chdir", p->root);
-	if (syscall(SYS_pivot_root, ".", ".") < 0)
-		child_fail(p, "pivot_root", NULL);
-	if (umount2(".", MNT_DETACH) < 0)
-		child_fail(p, "umount old root", NULL);
-	if (chdir("/") < 0)
-		child_fail(p, "chdir /", NULL);
-	if (sethostname(p->hostname, strlen(p->hostname)) < 0)
-		child_fail(p, "sethostname", NULL);
-
-	/* fds: 0-2 /dev/null, 3 the agent stream, 4 the agent executable,
-	 * 5 the error pipe (close-on-exec), nothing else. */
-	nul = open("/dev/null", O_RDWR);
-	if (nul < 0)
-		child_fail(p, "open /dev/null", NULL);
-	if (dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0 || dup2(p->sock_fd, 3) < 0 ||
-	    dup2(p->err_fd, 5) < 0 || (p->exe_fd >= 0 && dup2(p->exe_fd, 4) < 0))
-		child_fail(p, "dup2", NULL);
-	fcntl(5, F_SETFD, FD_CLOEXEC);
-	if (p->exe_fd >= 0)
-		fcntl(4, F_SETFD, FD_CLOEXEC);
-	((struct plan *)(uintptr_t)p)->err_fd = 5;
-	syscall(SYS_close_range, 6, ~0u, 0);
-	if (nul > 5)
-		close(nul);
-	if (chdir(p->cwd) < 0)
-		child_fail(p, "chdir", p->cwd);
-
-	child_caps(p);
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		child_fail(p, "no_new_privs", NULL);
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
-		child_fail(p, "seccomp", NULL);
-	if (p->exe_fd >= 0)
-		syscall(SYS_execveat, 4, "", p->argv, p->envp, AT_EMPTY_PATH);
-	else
-		execve("/bin/sh", p->argv, p->envp);
-	child_fail(p, "exec", p->argv[0]);
-}
 
 /* ---- the parent -------------------------------------------------------- */
 
@@ -368,47 +98,92 @@ ns_template_free(struct sbx_template *t)
 	sbx_tpl_free(t);
 }
 
+/* mkdir -p of guest path g (absolute, checked) under upper, a fresh
+ * writable layer (no link in it but ours): every directory it makes is
+ * owned by the guest's root, host id `id`, as what the guest makes there
+ * later will be. */
+static int
+upper_mkdir(const char *upper, const char *g, uint32_t id)
+{
+	char p[PATH_MAX * 2];
+	char *c;
+
+	if (sbx_pathf(p, sizeof(p), "%s%s", upper, g) < 0)
+		return -ENAMETOOLONG;
+	for (c = p + strlen(upper) + 1;; c++) {
+		char was = *c;
+		if (was && was != '/')
+			continue;
+		*c = 0;
+		if (mkdir(p, 0755) == 0) {
+			if (lchown(p, id, id) < 0)
+				return -errno;
+		} else if (errno != EEXIST) {
+			return -errno;
+		}
+		if (!was)
+			return 0;
+		*c = '/';
+	}
+}
+
+/* Creates guest file g in upper (its parents with upper_mkdir()), owned
+ * by the guest's root: an fd, or -errno. */
+static int
+upper_create(const char *upper, const char *g, uint32_t id, int flags, mode_t mode)
+{
+	char up[PATH_MAX * 2], *slash;
+	int fd;
+
+	if (sbx_pathf(up, sizeof(up), "%s", g) < 0)
+		return -ENAMETOOLONG;
+	slash = strrchr(up, '/');
+	*slash = 0;
+	if (up[0] && (fd = upper_mkdir(upper, up, id)) < 0)
+		return fd;
+	sbx_pathf(up, sizeof(up), "%s%s", upper, g);
+	fd = open(up, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | flags, mode);
+	if (fd < 0)
+		return -errno;
+	if (fchown(fd, id, id) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
 /* Makes guest path g exist in the upper layer unless the template has it:
  * a directory, or an empty file when as_file. */
 static int
-ensure_guest_path(const struct sbx_template *t, const char *upper, const char *g, bool as_file)
+ensure_guest_path(const struct sbx_template *t, const char *upper, const char *g, bool as_file,
+                  uint32_t id)
 {
-	char lp[PATH_MAX * 2], up[PATH_MAX * 2];
+	char lp[PATH_MAX * 2];
 	struct stat st;
 	int fd;
 
 	sbx_pathf(lp, sizeof(lp), "%s%s", t->lower, g);
 	if (lstat(lp, &st) == 0)
 		return 0;
-	sbx_pathf(up, sizeof(up), "%s%s", upper, g);
 	if (!as_file)
-		return sbx_mkdir_p(up, 0755);
-	*strrchr(up, '/') = 0;
-	sbx_mkdir_p(up, 0755);
-	sbx_pathf(up, sizeof(up), "%s%s", upper, g);
-	fd = open(up, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
+		return upper_mkdir(upper, g, id);
+	if ((fd = upper_create(upper, g, id, 0, 0644)) < 0)
+		return fd;
 	close(fd);
 	return 0;
 }
 
 static int
-write_guest_file(const char *upper, const struct sbx_file *f)
+write_guest_file(const char *upper, const struct sbx_file *f, uint32_t id)
 {
-	char up[PATH_MAX * 2];
 	const char *d = f->data;
 	size_t off = 0;
 	int fd, e = 0;
 
-	sbx_pathf(up, sizeof(up), "%s%s", upper, f->path);
-	*strrchr(up, '/') = 0;
-	sbx_mkdir_p(up, 0755);
-	sbx_pathf(up, sizeof(up), "%s%s", upper, f->path);
-	fd = open(up, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-	          f->mode ? f->mode : 0644);
+	fd = upper_create(upper, f->path, id, O_TRUNC, f->mode ? f->mode : 0644);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	fchmod(fd, f->mode ? f->mode : 0644);
 	while (off < f->len) {
 		ssize_t n = write(fd, d + off, f->len - off);
@@ -450,6 +225,7 @@ send_sig(const struct sbx *s, int sig)
 static int
 teardown(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
 {
+	char owner[PATH_MAX];
 	int rc = 0, st;
 
 	/* The agent outlives its stream (it waits for the next host), so
@@ -474,43 +250,114 @@ teardown(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
 	sbx_close_fd(&s->pidfd);
 	/* The peer goes with the guest's namespace, but that happens later,
 	 * in a kernel worker; it is deleted now so its name is free when we
-	 * return. A process that may still run keeps its writable layer. */
+	 * return. A process that may still run keeps its writable layer, and
+	 * its ids: the range is free only once the state directory is gone. */
+	sbx_pathf(owner, sizeof(owner), "%s", s->dir);
 	rc = sbx_stop_rest(s->head.id, "link", &s->nl_peer, &s->peer, &s->cg, s->dir, rc, err,
 	                   errsz);
+	if (s->idmap && owner[0] && !s->dir[0]) {
+		sbx_idmap_release(sbx_g.idmap_dir, s->idmap, owner);
+		s->idmap = 0;
+	}
 	s->stopped = true;
 	return rc;
 }
 
+/* Is path a, or something below it, under b (both host-side paths)? */
+static bool
+path_under(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+
+	return strncmp(a, b, n) == 0 && (a[n] == 0 || a[n] == '/');
+}
+
+/* Hides g under an empty tmpfs, unless a mask above it does already; a
+ * mask below it goes (it would be hidden, and its mount point with it). */
 static int
-fill_plan(struct plan *p, const struct sbx_template *t, const struct sbx_spec *spec,
-          const char *dir, char *err, size_t errsz)
+add_mask(struct ns_plan *p, const char *g, char *err, size_t errsz)
+{
+	size_t keep = 0;
+
+	for (size_t m = 0; m < p->nmasks; m++)
+		if (path_under(g, p->masks[m]))
+			return 0;
+	for (size_t m = 0; m < p->nmasks; m++)
+		if (!path_under(p->masks[m], g))
+			memmove(p->masks[keep++], p->masks[m], sizeof(p->masks[0]));
+	p->nmasks = keep;
+	if (p->nmasks == NS_MASKS_MAX)
+		return sbx_fail(err, errsz, -E2BIG,
+		                "start: binds show too many of the daemon's "
+		                "directories to the guest; bind less");
+	sbx_pathf(p->masks[p->nmasks++], sizeof(p->masks[0]), "%s", g);
+	return 0;
+}
+
+/* The daemon's own directories a bind would show the guest (a state or
+ * template directory under /usr, say): each one hidden by an empty tmpfs.
+ * Their parents too: the daemon's data_dir, with its journal and CA key,
+ * holds both. */
+static int
+plan_masks(struct ns_plan *p, const char *src, const char *dst, char *err, size_t errsz)
+{
+	const char *dirs[] = {sbx_g.state_dir, sbx_g.cache_dir};
+	char parent[PATH_MAX], g[PATH_MAX];
+	int rc;
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *cand[2] = {dirs[i], parent};
+		char *slash;
+		sbx_pathf(parent, sizeof(parent), "%s", dirs[i]);
+		slash = strrchr(parent, '/');
+		if (slash && slash != parent)
+			*slash = 0;
+		for (size_t k = 0; k < 2; k++) {
+			struct stat st;
+			if (!sbx_tpl_mask_path(src, dst, cand[k], g, sizeof(g)) ||
+			    lstat(cand[k], &st) < 0 || !S_ISDIR(st.st_mode))
+				continue;
+			if ((rc = add_mask(p, g, err, errsz)) < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int
+fill_plan(struct ns_plan *p, const struct sbx_template *t, const struct sbx_spec *spec,
+          const char *dir, uint32_t idmap, int userns_fd, char *err, size_t errsz)
 {
 	size_t ne = 0;
 	bool have_path = false;
 	int rc;
 
-	sbx_pathf(p->root, sizeof(p->root), "%s/root", dir);
-	if (sbx_pathf(p->ovl_opts, sizeof(p->ovl_opts),
-	              "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", t->lower, dir,
-	              dir) >= (int)sizeof(p->ovl_opts) ||
-	    strpbrk(t->lower, ",:\\") || strpbrk(dir, ",:\\"))
-		return sbx_fail(err, errsz, -EINVAL,
-		                "start: template or state paths too long or "
-		                "contain ',', ':' or '\\' (overlay separators); "
-		                "move them");
+	p->idmap = idmap;
+	p->userns_fd = userns_fd;
+	if (sbx_pathf(p->dir, sizeof(p->dir), "%s", dir) < 0 ||
+	    sbx_pathf(p->lower, sizeof(p->lower), "%s", t->lower) < 0 ||
+	    sbx_pathf(p->root, sizeof(p->root), "%s/root", dir) < 0)
+		return sbx_fail(err, errsz, -ENAMETOOLONG,
+		                "start: template or state paths too long; move them");
 	sbx_pathf(p->proc, sizeof(p->proc), "%s/proc", p->root);
 	sbx_pathf(p->tmp, sizeof(p->tmp), "%s/tmp", p->root);
 	sbx_pathf(p->dev, sizeof(p->dev), "%s/dev", p->root);
+	sbx_idmap_tmpfs_opts(p->dev_opts, sizeof(p->dev_opts), "mode=755,size=256k", idmap);
+	sbx_idmap_tmpfs_opts(p->tmp_opts, sizeof(p->tmp_opts), "mode=1777", idmap);
+	/* an ordinary empty directory, read-only */
+	sbx_idmap_tmpfs_opts(p->mask_opts, sizeof(p->mask_opts), "size=4k,mode=755", idmap);
 	for (size_t i = 0; i < t->nbinds; i++) {
-		struct bind *b = &p->binds[p->nbinds++];
+		struct ns_bind *b = &p->binds[p->nbinds++];
 		sbx_pathf(b->src, sizeof(b->src), "%s", t->binds[i].src);
 		sbx_pathf(b->dst, sizeof(b->dst), "%s%s", p->root, t->binds[i].dst);
 		b->ro = true;
+		if ((rc = plan_masks(p, b->src, b->dst, err, errsz)) < 0)
+			return rc;
 	}
-	if (spec->nmounts > MOUNTS_MAX)
-		return sbx_fail(err, errsz, -E2BIG, "start: more than %d mounts", MOUNTS_MAX);
+	if (spec->nmounts > NS_MOUNTS_MAX)
+		return sbx_fail(err, errsz, -E2BIG, "start: more than %d mounts", NS_MOUNTS_MAX);
 	for (size_t i = 0; i < spec->nmounts; i++) {
-		struct bind *b = &p->binds[p->nbinds++];
+		struct ns_bind *b = &p->binds[p->nbinds++];
 		struct stat st;
 		if (stat(spec->mounts[i].source, &st) < 0)
 			return sbx_fail(err, errsz, -errno, "start: mount source %s: %s",
@@ -518,12 +365,14 @@ fill_plan(struct plan *p, const struct sbx_template *t, const struct sbx_spec *s
 		sbx_pathf(b->src, sizeof(b->src), "%s", spec->mounts[i].source);
 		sbx_pathf(b->dst, sizeof(b->dst), "%s%s", p->root, spec->mounts[i].target);
 		b->ro = spec->mounts[i].read_only;
+		if ((rc = plan_masks(p, b->src, b->dst, err, errsz)) < 0)
+			return rc;
 	}
 	sbx_pathf(p->hostname, sizeof(p->hostname), "%s",
 	          spec->hostname ? spec->hostname : spec->id);
 	sbx_pathf(p->cwd, sizeof(p->cwd), "%s", spec->cwd ? spec->cwd : "/");
-	if (spec->nenv > ENV_MAX)
-		return sbx_fail(err, errsz, -E2BIG, "start: more than %d env", ENV_MAX);
+	if (spec->nenv > NS_ENV_MAX)
+		return sbx_fail(err, errsz, -E2BIG, "start: more than %d env", NS_ENV_MAX);
 	for (size_t i = 0; i < spec->nenv; i++) {
 		p->envp[ne++] = (char *)(uintptr_t)spec->env[i];
 		if (strncmp(spec->env[i], "PATH=", 5) == 0)
@@ -651,6 +500,7 @@ ns_save(const struct sbx *s)
 		return NULL;
 	sbx_rec_fill(&sv->r, s->head.id, s->pid, s->start_time, s->dir, &s->cg, &s->peer);
 	snprintf(sv->sock, sizeof(sv->sock), "%s", SBX_AGENT_SOCK);
+	sv->idmap = s->idmap;
 	j = sbx_saved_to_json(sv);
 	free(sv);
 	return j;
@@ -661,12 +511,13 @@ ns_start(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx *
          size_t errsz)
 {
 	struct sbx *s;
-	struct plan *p = NULL;
+	struct ns_plan *p = NULL;
+	struct sbx_userns uns = {.fd = -1, .wfd = -1, .helper = -1};
 	int sv[2] = {-1, -1}, go[2] = {-1, -1}, ep[2] = {-1, -1}, rc;
 	char path[PATH_MAX * 2];
 	void *stack = MAP_FAILED;
 	const size_t stack_sz = 256 * 1024;
-	struct child_err ce;
+	struct ns_child_err ce;
 	ssize_t n;
 
 	s = sbx_calloc(1, sizeof(*s));
@@ -691,11 +542,17 @@ ns_start(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx *
 		goto fail;
 	}
 	sbx_pathf(s->dir, sizeof(s->dir), "%s", path);
+	/* Its host ids, before anything is made with them. */
+	if ((rc = sbx_idmap_reserve(sbx_g.idmap_dir, sbx_g.idmap_base, sbx_g.idmap_ranges, s->dir,
+	                            &s->idmap, err, errsz)) < 0)
+		goto fail;
 	{
-		static const char *const sub[] = {"upper", "work", "root"};
-		for (size_t i = 0; i < 3; i++) {
+		/* lower and root: mount points; upper: the guest's root dir */
+		static const char *const sub[] = {"upper", "work", "root", "lower"};
+		for (size_t i = 0; i < 4; i++) {
 			sbx_pathf(path, sizeof(path), "%s/%s", s->dir, sub[i]);
-			if (mkdir(path, 0755) < 0) {
+			if (mkdir(path, 0755) < 0 ||
+			    (i == 0 && chown(path, s->idmap, s->idmap) < 0)) {
 				rc = sbx_fail(err, errsz, -errno, "start: %s: %s", path,
 				              strerror(errno));
 				goto fail;
@@ -706,24 +563,26 @@ ns_start(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx *
 	{
 		static const char *const mp[] = {"/proc", "/dev", "/tmp"};
 		for (size_t i = 0; i < 3; i++)
-			ensure_guest_path(t, path, mp[i], false);
+			ensure_guest_path(t, path, mp[i], false, s->idmap);
 		for (size_t i = 0; i < t->nbinds; i++)
-			ensure_guest_path(t, path, t->binds[i].dst, false);
+			ensure_guest_path(t, path, t->binds[i].dst, false, s->idmap);
 		for (size_t i = 0; i < spec->nmounts; i++) {
 			struct stat st;
 			bool file = stat(spec->mounts[i].source, &st) == 0 && !S_ISDIR(st.st_mode);
-			ensure_guest_path(t, path, spec->mounts[i].target, file);
+			ensure_guest_path(t, path, spec->mounts[i].target, file, s->idmap);
 		}
 		if (spec->cwd)
-			ensure_guest_path(t, path, spec->cwd, false);
+			ensure_guest_path(t, path, spec->cwd, false, s->idmap);
 		for (size_t i = 0; i < spec->nfiles; i++) {
-			if ((rc = write_guest_file(path, &spec->files[i])) < 0) {
+			if ((rc = write_guest_file(path, &spec->files[i], s->idmap)) < 0) {
 				rc = sbx_fail(err, errsz, rc, "start: write %s: %s",
 				              spec->files[i].path, strerror(-rc));
 				goto fail;
 			}
 		}
 	}
+	if ((rc = sbx_userns_open(s->idmap, &uns, err, errsz)) < 0)
+		goto fail;
 
 	p = sbx_calloc(1, sizeof(*p));
 	if (!p) {
@@ -731,7 +590,7 @@ ns_start(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx *
 		goto fail;
 	}
 	p->exe_fd = -1;
-	if ((rc = fill_plan(p, t, spec, s->dir, err, errsz)) < 0)
+	if ((rc = fill_plan(p, t, spec, s->dir, s->idmap, uns.fd, err, errsz)) < 0)
 		goto fail;
 	if ((rc = sbx_cg_create(spec->id, &spec->limits, &s->cg, err, errsz)) < 0)
 		goto fail;
@@ -754,8 +613,10 @@ ns_start(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx *
 		rc = sbx_fail(err, errsz, -errno, "start: %s", strerror(errno));
 		goto fail_fds;
 	}
+	/* Not CLONE_NEWUSER: these namespaces belong to the host's user
+	 * namespace, the child joins its own only at the end (ns_child.c). */
 	s->pid = clone(
-	    child_main, (char *)stack + stack_sz,
+	    sbx_ns_child_main, (char *)stack + stack_sz,
 	    CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | SIGCHLD, p);
 	if (s->pid < 0) {
 		rc = sbx_fail(err, errsz, -errno,
@@ -787,14 +648,19 @@ ns_start(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx *
 	if (n != 0) {
 		if (n == (ssize_t)sizeof(ce)) {
 			ce.step[sizeof(ce.step) - 1] = 0;
-			rc = sbx_fail(err, errsz, -ce.err, "start: in the sandbox: %s: %s", ce.step,
-			              strerror(ce.err));
+			rc = sbx_fail(err, errsz, -ce.err, "start: in the sandbox: %s: %s%s",
+			              ce.step, strerror(ce.err),
+			              strncmp(ce.step, "idmap ", 6) == 0 && ce.err == EINVAL
+			                  ? " (its file system cannot be idmapped: keep templates "
+			                    "and binds on ext4, xfs, btrfs or tmpfs)"
+			                  : "");
 		} else {
 			rc = sbx_fail(err, errsz, -EIO, "start: the sandbox failed before exec");
 		}
 		goto fail_fds;
 	}
 	sbx_close_fd(&ep[0]);
+	sbx_userns_close(&uns); /* the agent is in it now */
 	s->agent_fd = sv[0];
 	sv[0] = -1;
 	fcntl(s->agent_fd, F_SETFL, O_NONBLOCK);
@@ -815,7 +681,8 @@ ns_start(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx *
 	munmap(stack, stack_sz);
 	sbx_close_fd(&p->exe_fd);
 	free(p);
-	sbx_log(SBX_LOG_INFO, "sandbox %s: started, pid %d", spec->id, (int)s->pid);
+	sbx_log(SBX_LOG_INFO, "sandbox %s: started, pid %d, host ids %u-%u", spec->id, (int)s->pid,
+	        s->idmap, s->idmap + SBX_IDMAP_SIZE - 1);
 	*out = s;
 	return 0;
 
@@ -837,6 +704,7 @@ fail:
 		sbx_close_fd(&p->exe_fd);
 		free(p);
 	}
+	sbx_userns_close(&uns);
 	teardown(s, 0, NULL, 0);
 	sbx_log(SBX_LOG_WARN, "sandbox %s: start failed: %s", spec->id, err && errsz ? err : "");
 	free(s);
@@ -994,7 +862,23 @@ ns_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
 	/* Not found (a namespace given by fd, or gone): the kernel removes
 	 * the peer with the sandbox's namespace. */
 	s->nl_peer = sbx_rec_peer_open(&sv->r);
-	sbx_log(SBX_LOG_INFO, "sandbox %s: adopted, pid %d", s->head.id, (int)s->pid);
+	/* Its ids stay reserved while it runs. The registry normally still
+	 * says so; this puts it back if it was lost (a /run emptied under
+	 * running sandboxes). A range already held by another sandbox
+	 * cannot be taken back from either: said, and the adoption goes on. */
+	if ((s->idmap = sv->idmap) && s->dir[0]) {
+		char e[256];
+		if (sbx_idmap_claim(sbx_g.idmap_dir, s->idmap, s->dir, e, sizeof(e)) < 0)
+			sbx_log(SBX_LOG_WARN, "sandbox %s: %s", s->head.id, e);
+	}
+	if (s->idmap)
+		sbx_log(SBX_LOG_INFO, "sandbox %s: adopted, pid %d, host ids %u-%u", s->head.id,
+		        (int)s->pid, s->idmap, s->idmap + SBX_IDMAP_SIZE - 1);
+	else
+		sbx_log(SBX_LOG_WARN,
+		        "sandbox %s: adopted, pid %d, running as the host's root (started "
+		        "before sandboxes had user namespaces): replace it",
+		        s->head.id, (int)s->pid);
 	*out = s;
 	rc = 0;
 out:
@@ -1014,6 +898,18 @@ ns_parse(const json_t *j, void *out, char *err, size_t errsz)
 	return sbx_saved_parse(j, out, err, errsz);
 }
 
+/* Its state directory is gone: so is its claim on its id range (were the
+ * link left, it would count as free anyway; this keeps the registry
+ * tidy). */
+static void
+ns_gone(const void *saved)
+{
+	const struct sbx_saved *sv = saved;
+
+	if (sv->idmap)
+		sbx_idmap_release(sbx_g.idmap_dir, sv->idmap, sv->r.state_dir);
+}
+
 /* A directory whose record names no backend is ours: a start that
  * crashed before writing one left it. */
 static const struct sbx_durable ns_durable = {
@@ -1022,6 +918,7 @@ static const struct sbx_durable ns_durable = {
     .link = "link",
     .saved_size = sizeof(struct sbx_saved),
     .parse = ns_parse,
+    .gone = ns_gone,
 };
 
 static int

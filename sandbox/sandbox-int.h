@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "sandbox-t.h"
@@ -28,6 +29,9 @@ struct sbx_settings {
 	char cache_dir[PATH_MAX];
 	char agent_path[PATH_MAX]; /* "" = the placeholder */
 	char cgroup_parent[128];   /* "" = <own cgroup>/sluice */
+	uint32_t idmap_base;       /* see idmap.c; checked by sbx_idmap_check() */
+	uint32_t idmap_ranges;
+	char idmap_dir[PATH_MAX];
 };
 extern struct sbx_settings sbx_g;
 
@@ -133,6 +137,10 @@ struct sbx_template {
 int sbx_tpl_ensure(const struct sbx_template_req *req, struct sbx_template **out, char *err,
                    size_t errsz);
 void sbx_tpl_free(struct sbx_template *t);
+/* A bind of host directory src at dst (either side absolute): the path
+ * under dst where host directory dir appears, if it is src or below it.
+ * True with out set (false when it does not fit). Pure. */
+bool sbx_tpl_mask_path(const char *src, const char *dst, const char *dir, char *out, size_t cap);
 /* Is dir the absolute path of a directory (a `dir` template's root)? 0,
  * or -ENOENT with a message naming the fix. */
 int sbx_tpl_dir_check(const char *dir, char *err, size_t errsz);
@@ -142,6 +150,60 @@ int sbx_tpl_dir_check(const char *dir, char *err, size_t errsz);
 int sbx_rm_tree(const char *path);
 /* mkdir -p with mode for every created level. */
 int sbx_mkdir_p(const char *path, mode_t mode);
+
+/* ---- user namespaces (idmap.c) ----------------------------------------- */
+
+/* Host ids per sandbox: guest 0..65535 (65534 is nobody). */
+#define SBX_IDMAP_SIZE 65536u
+/* The defaults: 8192 ranges from 2^30, inside the 524288..1879048191
+ * that systemd leaves to containers, far above useradd's and podman's
+ * /etc/subuid ranges. */
+#define SBX_IDMAP_BASE   1073741824u
+#define SBX_IDMAP_RANGES 8192u
+#define SBX_IDMAP_DIR    "/run/sluice/idmap"
+
+/* Is [base, base + ranges * 65536) a usable space of host ids (base a
+ * multiple of 65536 above the host's own 0..65535, nothing past
+ * 4294967294)? 0, or -EINVAL with one line in err. Pure. */
+int sbx_idmap_check(uint32_t base, uint32_t ranges, char *err, size_t errsz);
+/* Could first begin a range (a multiple of 65536, not 0, room for 65536
+ * ids)? For records read back. Pure. */
+bool sbx_idmap_first_ok(uint32_t first);
+/* "0 FIRST 65536\n", the uid_map and gid_map text; 0 or -ENAMETOOLONG.
+ * Pure. */
+int sbx_idmap_map_text(char *out, size_t cap, uint32_t first);
+/* opts (may be "") and "uid=FIRST,gid=FIRST": a tmpfs whose root the
+ * guest's root owns. 0 or -ENAMETOOLONG. Pure. */
+int sbx_idmap_tmpfs_opts(char *out, size_t cap, const char *opts, uint32_t first);
+
+/* The registry in dir (made 0700 if absent). Reserves a free range of
+ * [base, base + ranges * 65536) for owner (a state directory, absolute)
+ * and puts its first host id in *first: 0, -ENOSPC when every range is
+ * held, or -errno; err says why. */
+int sbx_idmap_reserve(const char *dir, uint32_t base, uint32_t ranges, const char *owner,
+                      uint32_t *first, char *err, size_t errsz);
+/* Marks the range at first as owner's again (an adopted sandbox): 0,
+ * -EBUSY when another live sandbox holds it, or -errno. */
+int sbx_idmap_claim(const char *dir, uint32_t first, const char *owner, char *err, size_t errsz);
+/* Frees the range at first if owner holds it. */
+void sbx_idmap_release(const char *dir, uint32_t first, const char *owner);
+
+/* A user namespace whose uid and gid maps are sbx_idmap_map_text(first). */
+struct sbx_userns {
+	int fd;       /* /proc/HELPER/ns/user, close-on-exec; -1: none */
+	int wfd;      /* internal: the helper waits on its pipe */
+	pid_t helper; /* internal: the process that made it, until reaped */
+	void *stack;  /* internal: the helper's */
+};
+/* Makes one (by a short-lived helper process that shares our memory):
+ * 0, or -errno with err set and nothing left. Call sbx_userns_done()
+ * soon after, and sbx_userns_close() when the fd is no longer needed. */
+int sbx_userns_open(uint32_t first, struct sbx_userns *u, char *err, size_t errsz);
+/* Reaps the helper (waits for it: it is told to exit by _open()'s
+ * return) and frees its stack; the fd stays. Idempotent. */
+void sbx_userns_done(struct sbx_userns *u);
+/* sbx_userns_done() and closes the fd. Idempotent. */
+void sbx_userns_close(struct sbx_userns *u);
 
 /* ---- names (sandbox.c) ------------------------------------------------ */
 
@@ -209,6 +271,9 @@ struct sbx_rec {
 struct sbx_saved {
 	SBX_REC_HEAD;
 	char sock[108]; /* guest path of the agent socket */
+	uint32_t idmap; /* host id of guest 0 ("idmap": {"first": N,
+	                   "size": 65536}); 0: none (a sandbox started
+	                   before user namespaces, as host root) */
 };
 
 struct json_t;
@@ -319,6 +384,9 @@ struct sbx_durable {
 	/* The backend's parse of its record into out (saved_size bytes):
 	 * 0, or < 0 with err set. */
 	int (*parse)(const struct json_t *j, void *out, char *err, size_t errsz);
+	/* NULL, or called with a parsed record once forget or sweep removed
+	 * its state directory: frees what else the sandbox held. */
+	void (*gone)(const void *saved);
 };
 /* sbx_forget(): parses saved; -EINVAL for cgroups not this host's,
  * -EBUSY while the process runs, else sbx_rec_cleanup() (logs

@@ -40,6 +40,15 @@ struct sbx_init_opts {
 	                              backend then runs its own placeholder) */
 	const char *cgroup_parent; /* NULL: "sluice" under the caller's own
 	                              cgroup in each controller */
+	/* The host ids `ns` sandboxes run as: each gets a range of 65536
+	 * (guest 0..65535) of its own, one of idmap_ranges from idmap_base
+	 * (a multiple of 65536, at least 65536). 0: the defaults, 8192
+	 * ranges from 1073741824. */
+	uint32_t idmap_base;
+	uint32_t idmap_ranges;
+	const char *idmap_dir; /* which ranges are in use, shared by every
+	                          sluice process on the host; NULL:
+	                          /run/sluice/idmap */
 };
 
 /* What a backend can do. Filled by sbx_caps(). */

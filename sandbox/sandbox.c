@@ -95,9 +95,15 @@ sbx_init(const struct sbx_init_opts *o, char *err, size_t errsz)
 	    (rc = copy_opt(sbx_g.agent_path, sizeof(sbx_g.agent_path), o->agent_path, "",
 	                   "agent_path", err, errsz)) ||
 	    (rc = copy_opt(sbx_g.cgroup_parent, sizeof(sbx_g.cgroup_parent), o->cgroup_parent, "",
-	                   "cgroup_parent", err, errsz)))
+	                   "cgroup_parent", err, errsz)) ||
+	    (rc = copy_opt(sbx_g.idmap_dir, sizeof(sbx_g.idmap_dir), o->idmap_dir, SBX_IDMAP_DIR,
+	                   "idmap_dir", err, errsz)))
 		return rc;
-	return 0;
+	sbx_g.idmap_base = o->idmap_base ? o->idmap_base : SBX_IDMAP_BASE;
+	sbx_g.idmap_ranges = o->idmap_ranges ? o->idmap_ranges : SBX_IDMAP_RANGES;
+	if (sbx_g.idmap_dir[0] != '/')
+		return sbx_fail(err, errsz, -EINVAL, "sandbox: idmap_dir must be an absolute path");
+	return sbx_idmap_check(sbx_g.idmap_base, sbx_g.idmap_ranges, err, errsz);
 }
 
 void

@@ -129,6 +129,13 @@ sbx_saved_to_json(const struct sbx_saved *sv)
 {
 	json_t *extra = json_pack("{s:s}", "agent_socket", sv->sock);
 
+	if (extra && sv->idmap &&
+	    json_object_set_new(extra, "idmap",
+	                        json_pack("{s:I, s:I}", "first", (json_int_t)sv->idmap, "size",
+	                                  (json_int_t)SBX_IDMAP_SIZE)) < 0) {
+		json_decref(extra);
+		return NULL;
+	}
 	return extra ? sbx_rec_to_json(&sv->r, "ns", extra) : NULL;
 }
 
@@ -266,6 +273,7 @@ int
 sbx_saved_parse(const json_t *j, struct sbx_saved *out, char *err, size_t errsz)
 {
 	char probe[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const json_t *v;
 	const char *s;
 	int rc;
 
@@ -281,5 +289,21 @@ sbx_saved_parse(const json_t *j, struct sbx_saved *out, char *err, size_t errsz)
 		                "path short enough for a unix socket address",
 		                out->r.id);
 	snprintf(out->sock, sizeof(out->sock), "%s", s);
+	/* Absent: a sandbox started before user namespaces (its guest runs
+	 * as the host's root); it is adopted as it is. */
+	v = json_object_get(j, "idmap");
+	if (v) {
+		const json_t *f = json_object_get(v, "first"), *z = json_object_get(v, "size");
+		if (!json_is_object(v) || !json_is_integer(f) || json_integer_value(f) < 0 ||
+		    json_integer_value(f) > 0xffffffffll ||
+		    !sbx_idmap_first_ok((uint32_t)json_integer_value(f)) || !json_is_integer(z) ||
+		    json_integer_value(z) != SBX_IDMAP_SIZE)
+			return sbx_fail(
+			    err, errsz, -EINVAL,
+			    "saved sandbox %s: \"idmap\" must be {\"first\": a multiple "
+			    "of 65536 above 0, \"size\": 65536}",
+			    out->r.id);
+		out->idmap = (uint32_t)json_integer_value(f);
+	}
 	return 0;
 }

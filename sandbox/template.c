@@ -239,7 +239,11 @@ build_busybox(const char *tmp, char *err, size_t errsz)
 	return busybox_links(bb, tmp, err, errsz);
 }
 
-/* Host paths the `host` template binds read-only, when they exist. */
+/* Host paths the `host` template binds read-only (idmapped: what the
+ * host's root owns, the guest's root owns), when they exist. Programs,
+ * libraries and public certificates only: never a directory that holds
+ * or may hold a secret. /etc/ssl is not bound whole: its private/ holds
+ * TLS keys (build_host() copies openssl.cnf instead). */
 static const char *const host_binds[] = {
     "/usr",
     "/bin",
@@ -248,7 +252,7 @@ static const char *const host_binds[] = {
     "/lib32",
     "/lib64",
     "/libx32",
-    "/etc/ssl",
+    "/etc/ssl/certs",
     "/etc/alternatives",
     "/etc/ca-certificates",
 };
@@ -284,7 +288,23 @@ build_host(const char *tmp, char *err, size_t errsz)
 	}
 	sbx_pathf(p, sizeof(p), "%s/etc/ld.so.cache", tmp);
 	copy_file("/etc/ld.so.cache", p, 0644); /* optional: speeds up ld.so */
+	sbx_pathf(p, sizeof(p), "%s/etc/ssl/openssl.cnf", tmp);
+	copy_file("/etc/ssl/openssl.cnf", p, 0644); /* optional: OpenSSL's defaults */
 	return 0;
+}
+
+bool
+sbx_tpl_mask_path(const char *src, const char *dst, const char *dir, char *out, size_t cap)
+{
+	size_t n = strlen(src);
+
+	while (n > 1 && src[n - 1] == '/')
+		n--;
+	if (n == 1 && src[0] == '/')
+		n = 0; /* the host's root: everything is under it */
+	else if (strncmp(dir, src, n) != 0 || (dir[n] != 0 && dir[n] != '/'))
+		return false;
+	return sbx_pathf(out, cap, "%s%s", dst, dir + n) == 0;
 }
 
 static void

@@ -376,6 +376,8 @@ gw_claims_start(struct conf *c, struct gw_fleet *f, const char *agent_path,
 	 * never touches another daemon's. */
 	snprintf(state, sizeof(state), "%s/sandboxes", c->daemon.data_dir);
 	io.state_dir = state;
+	io.idmap_base = c->daemon.idmap_base;
+	io.idmap_ranges = c->daemon.idmap_ranges;
 	if (sbx_init(&io, err, errsz) < 0)
 		goto fail;
 	g->sbx_ready = true;

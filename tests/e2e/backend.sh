@@ -310,6 +310,12 @@ start_daemon() {
 	done
 	return 1
 }
+# host_uids ID: the host uids a sandbox's processes run as (found by its
+# cgroup), one per line.
+host_uids() {
+	local p
+	for p in $(cg_pids "$1"); do awk '$1 == "Uid:" { print $2 }' "/proc/$p/status" 2>/dev/null; done | sort -u
+}
 # x ID JSON: POST /v1/sandboxes/ID/exec.
 x() { op POST "/v1/sandboxes/$1/exec" "${JS[@]}" "$2"; }
 out_is() { is 'd["stdout"]' "$1"; }
@@ -373,6 +379,28 @@ if [ "$BACKEND" = vm ]; then
 		eval 'm=$(j "d[\"stdout\"]"); [ "$m" -gt 200 ] && [ "$m" -le 256 ]'
 else
 	check "it shares the host's kernel" out_is "$(uname -r)"
+	# Guest root is an unprivileged host uid of the sandbox's own range.
+	x "$A" '{"argv":["sh","-c","id -u; echo made > /made-by-guest"]}'
+	check "userns: the guest is root inside (id -u 0)" eval 'status 200 && out_is 0'
+	A_UID=$(host_uids "$A")
+	B_UID=$(host_uids "$B2")
+	check "userns: its processes (found by its cgroup) run as one host uid, not 0 ($A_UID)" \
+		eval '[[ $A_UID =~ ^[0-9]+$ ]] && [ "$A_UID" -ge 65536 ]'
+	check "userns: the registry holds that range for its state directory" \
+		eval '[ "$(readlink "/run/sluice/idmap/$A_UID")" = "$E2E_TMP/data/sandboxes/$A" ]'
+	AF=$E2E_TMP/data/sandboxes/$A/upper/made-by-guest
+	check "userns: a file it made is in its writable layer on the host, owned by that uid ($(stat -c %u:%g "$AF" 2>&1))" \
+		eval '[ "$(cat "$AF")" = made ] && [ "$(stat -c %u:%g "$AF")" = "$A_UID:$A_UID" ]'
+	check "userns: the other claim runs as a range of its own ($B_UID)" \
+		eval '[[ $B_UID =~ ^[0-9]+$ ]] && [ "$B_UID" -ge 65536 ] && [ "$B_UID" != "$A_UID" ]'
+	x "$A" '{"argv":["cat","/proc/mounts"]}'
+	check "userns: the guest's /proc/mounts is read (its root overlay) and names no host path" \
+		eval 'status 200 && [[ $(j "d[\"stdout\"]") == *"sluice / overlay "* ]] &&
+			[[ $(j "d[\"stdout\"]") != *"$E2E_TMP"* && $(j "d[\"stdout\"]") != *"/work/"* ]]'
+	x "$A" '{"argv":["sh","-c","ls /etc/ssl/certs | grep -c . >/dev/null && echo certs; ls -d /etc/ssl/private"]}'
+	check "host template: the host's certificates are there, /etc/ssl/private is not (exit $(j 'd["exit_code"]'))" \
+		eval '[ -d /etc/ssl/private ] && out_is certs && is "d[\"exit_code\"]" 2 &&
+			[[ $(j "d[\"stderr\"]") == *"No such file or directory"* ]]'
 fi
 x "$A" '{"argv":["sh","-c","echo $(( $(date +%s) / 60 ))"]}'
 check "the guest's clock is the host's (to the minute)" \
@@ -842,6 +870,11 @@ for sig in TERM KILL; do
 	check "the pool is warm again" wait_warm p 1 120
 	xsh "$A" 'curl -sS -m 30 "https://x-access-token:$GITHUB_TOKEN@icpt.origin.test/whoami"'
 	check "after SIG$sig the claim's sentinel still stands for the token" out_is "token ok"
+	if [ "$BACKEND" = ns ]; then
+		check "after SIG$sig the claim runs as its host range still, held for it ($(host_uids "$A" | tr '\n' ' '))" \
+			eval '[ "$(host_uids "$A")" = "$A_UID" ] &&
+				[ "$(readlink "/run/sluice/idmap/$A_UID")" = "$E2E_TMP/data/sandboxes/$A" ]'
+	fi
 	# A tenant's value was in memory only: gone, and said so.
 	op GET "/v1/sandboxes/$B2"
 	check "after SIG$sig the tenant credential is reported lost (same fingerprint)" \
@@ -865,6 +898,11 @@ C=$ID C_ADDR=$ADDR
 check "a claim after the restart: 201" status 201
 x "$C" '{"argv":["hostname"]}'
 check "it runs commands" out_is "$C"
+if [ "$BACKEND" = ns ]; then
+	C_UID=$(host_uids "$C")
+	check "userns: it runs as a range of its own, not the adopted claims' ($C_UID; $A_UID, $B_UID)" \
+		eval '[[ $C_UID =~ ^[0-9]+$ ]] && [ "$C_UID" != "$A_UID" ] && [ "$C_UID" != "$B_UID" ]'
+fi
 
 # --- release ------------------------------------------------------------------------
 # Each one's cgroups and link are shown there first: their absence after

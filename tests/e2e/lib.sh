@@ -48,6 +48,10 @@ e2e_cleanup() {
 	else
 		echo "e2e: $E2E_TMP could not be kept for the canary scan" >&2
 	fi
+	# The host id ranges of sandboxes ended by their cgroup rather than
+	# stopped (sandbox/idmap.c): free anyway once $E2E_TMP is gone, but
+	# nothing of a test stays.
+	find /run/sluice/idmap -maxdepth 1 -type l -lname "$E2E_TMP/*" -delete 2>/dev/null || true
 	rm -rf "$E2E_TMP"
 	exit $rc
 }
@@ -82,6 +86,7 @@ e2e_guard() {
 		umount -l "$m"
 	done
 	e2e_keep "$tmp" "$keep" || echo "e2e guard: $tmp could not be kept for the canary scan" >&2
+	find /run/sluice/idmap -maxdepth 1 -type l -lname "$tmp/*" -delete 2>/dev/null
 	rm -rf "$tmp"
 }
 # pstart PID: the process's start time (field 22 of /proc/PID/stat, read

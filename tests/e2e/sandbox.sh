@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # sandbox.sh: real `ns` sandboxes through sluice-sandbox, from both
-# templates: exit codes, limits, what a guest can and cannot see, its one
+# templates: exit codes, limits, what a guest can and cannot see, its user
+# namespace (root inside, an unprivileged host uid of its own outside,
+# idmapped templates, no host secret or host path in sight), its one
 # network link, the agent inside them (timeouts, signals, 10 MiB of
 # output, a 50 MiB file written and read back), sandboxes that outlive
 # the process that started them and are adopted again (detach, adopt,
@@ -131,6 +133,110 @@ caps=$(run -- sh -c 'grep CapBnd /proc/self/status')
 check "guest: bounding set reduced ($caps)" [ "$caps" = "CapBnd:	00000000000004fb" ]
 out=$(run -- sh -c 'grep NoNewPrivs /proc/self/status; grep Seccomp: /proc/self/status')
 check "guest: no_new_privs and seccomp filter" bash -c "grep -q 'NoNewPrivs:.1' <<<\"\$1\" && grep -q 'Seccomp:.2' <<<\"\$1\"" _ "$out"
+
+# ---- the user namespace: guest root is nobody on the host ---------------
+# Guest ids 0..65535 map to a host range of the sandbox's own, one of the
+# default space's (sandbox/idmap.c): its root is an unprivileged host uid.
+IDBASE=1073741824
+IDEND=$((IDBASE + 8192 * 65536))
+out=$(run -- sh -c 'id -u; id -g; cat /proc/self/uid_map /proc/self/gid_map')
+read -r g_uid g_gid m0 mfirst msize _ <<<"$(tr '\n' ' ' <<<"$out")"
+check "userns: the guest is root inside: id -u 0, id -g 0 ($g_uid $g_gid)" \
+	eval '[ "$g_uid" = 0 ] && [ "$g_gid" = 0 ]'
+check "userns: its uid and gid maps are one range of 65536 from the id space ($m0 $mfirst $msize)" \
+	eval '[ "$m0" = 0 ] && [ "$msize" = 65536 ] && [ "$mfirst" -ge $IDBASE ] && [ "$mfirst" -lt $IDEND ] &&
+		[ $(((mfirst - IDBASE) % 65536)) = 0 ] && [ "$(echo "$out" | sed -n 4p | tr -s " ")" = " 0 $mfirst 65536" ]'
+out=$(run -- sh -c 'stat -c "%u %g" /bin/busybox /etc/passwd /')
+check "userns: the busybox template (idmapped) and the root are owned by root inside ($(echo $out))" \
+	[ "$(echo $out)" = "0 0 0 0 0 0" ]
+out=$(run -t host -- sh -c 'stat -c "%u %g" /usr/bin /etc/ssl/certs')
+check "userns: the host template's binds (idmapped) are owned by root inside ($(echo $out))" \
+	[ "$(echo $out)" = "0 0 0 0" ]
+# Guest root's capabilities are its user namespace's: a host file owned by
+# a host uid outside its map is nobody's inside, and DAC_OVERRIDE does
+# not open it. The bind is shown to work first: a file it may read.
+mkdir -p "$E2E_TMP/pub"
+echo public >"$E2E_TMP/pub/pub.txt"
+echo private >"$E2E_TMP/pub/other.txt"
+chown 3000000:3000000 "$E2E_TMP/pub/other.txt"
+chmod 0600 "$E2E_TMP/pub/other.txt"
+set +e
+run -b "$E2E_TMP/pub:/pub:ro" -- sh -c 'echo ran; cat /pub/pub.txt; stat -c "owner %u:%g" /pub/other.txt;
+	cat /pub/other.txt' >"$E2E_TMP/out" 2>&1
+rc=$?
+set -e
+check "userns: guest root cannot read a host file of an unmapped uid: EACCES (status $rc)" \
+	eval '[ $rc = 1 ] && says "$E2E_TMP/out" "^ran$" && says "$E2E_TMP/out" "^public$" &&
+		says "$E2E_TMP/out" "^owner 65534:65534$" && says "$E2E_TMP/out" "other.txt.*Permission denied" &&
+		! grep -qx private "$E2E_TMP/out"'
+# The network namespace belongs to the host's user namespace, where the
+# guest has no capability: ports below 1024 are open to it by the
+# namespace's own sysctl, and nothing else of the network is its to change.
+out=$(run -t host -- sh -c 'cat /proc/sys/net/ipv4/ip_unprivileged_port_start
+	python3 -c "import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 80)); print(\"bound 80\")"
+	ip link set lo mtu 1300 2>&1; echo "status $?"' 2>&1 || true)
+check "userns: port 80 can be bound in the guest ($(echo $out | cut -c1-60))" \
+	eval 'grep -qx 0 <<<"$out" && grep -qx "bound 80" <<<"$out"'
+check "userns: ... but its network is not the guest's to change: EPERM (ip link set)" \
+	eval 'grep -qi "operation not permitted" <<<"$out" && grep -qx "status 2" <<<"$out"'
+
+# ---- the host template shows no host secret -------------------------------
+# Each refusal is shown against something the guest does see (the host's
+# certificates, its programs), and only for what the host has.
+for f in /etc/ssl/private /etc/shadow /etc/gshadow /etc/ssh/ssh_host_ed25519_key \
+	/etc/ssh/ssh_host_rsa_key /etc/sluice /var/lib/sluice; do
+	if [ ! -e "$f" ]; then
+		echo "    (the host has no $f: nothing to hide)"
+		continue
+	fi
+	set +e
+	run -t host -- sh -c "echo ran; ls /etc/ssl/certs | grep -c . >/dev/null && echo certs; ls -d '$f'" \
+		>"$E2E_TMP/out" 2>&1
+	rc=$?
+	set -e
+	check "host template: $f (the host has it) is not there: ENOENT (status $rc)" \
+		eval '[ $rc != 0 ] && says "$E2E_TMP/out" "^ran$" && says "$E2E_TMP/out" "^certs$" &&
+			says "$E2E_TMP/out" "$f.*No such file or directory"'
+done
+for d in /root /home; do
+	h=$(ls -A "$d" 2>/dev/null | head -3 | tr '\n' ' ')
+	out=$(run -t host -- sh -c "echo ran; ls -A '$d'")
+	if [ -n "$h" ]; then
+		check "host template: $d is an empty directory of its own, not the host's ($h...)" \
+			[ "$out" = ran ]
+	else
+		echo "    (the host's $d is empty: nothing to hide)"
+	fi
+done
+# A bind that would show the daemon's own directories (here: the one
+# holding --cache and --state) hides them under an empty read-only tmpfs;
+# a bind of something else is shown to work beside it.
+set +e
+run -t host -b "$E2E_TMP:/host:ro" -b "$E2E_TMP/pub:/pub:ro" -- \
+	sh -c 'echo ran; cat /pub/pub.txt; grep -c " /host tmpfs ro," /proc/mounts; ls -A /host | wc -l;
+		cat /host/secret' >"$E2E_TMP/out" 2>&1
+rc=$?
+set -e
+check "a bind of the daemon's own directory shows an empty tmpfs (status $rc: $(tr '\n' '|' <"$E2E_TMP/out"))" \
+	eval '[ $rc = 1 ] && says "$E2E_TMP/out" "^ran$" && says "$E2E_TMP/out" "^public$" &&
+		[ "$(sed -n 3,4p "$E2E_TMP/out" | tr "\n" " ")" = "1 0 " ] &&
+		says "$E2E_TMP/out" "/host/secret: No such file or directory"'
+
+# No host path in the guest's mount table: the overlay's layers are named
+# relative to the state directory, binds by their guest mount point. Its
+# root, /usr and /proc lines are there (the table was read).
+for tpl in busybox host; do
+	run -t $tpl -- sh -c 'cat /proc/mounts; echo ==; cat /proc/self/mountinfo' >"$E2E_TMP/mounts"
+	leaked=$(grep -nF -e "$E2E_TMP" -e "$CACHE" -e "$STATE" -e /work/ -e /var/lib/sluice \
+		-e /run/sluice -e "$SL_BUILD" "$E2E_TMP/mounts" | head -3 || true)
+	check "guest ($tpl): its mount table is read: the root overlay and /proc are in it" \
+		eval 'says "$E2E_TMP/mounts" "^sluice / overlay .*lowerdir=lower,upperdir=upper,workdir=work" &&
+			says "$E2E_TMP/mounts" "^proc /proc proc "'
+	check "guest ($tpl): /proc/mounts and mountinfo name no host path (${leaked:-none})" \
+		[ -z "$leaked" ]
+done
+check "guest (host): ... the template's binds are there, idmapped" \
+	says "$E2E_TMP/mounts" " /usr ext4 ro,.*idmapped|/usr .* ro,.*idmapped"
 
 # ---- network ----------------------------------------------------------
 out=$(run -- cat /proc/net/dev)
@@ -295,6 +401,34 @@ check "detach: the sandbox runs after sluice-sandbox exited (pid $p1)" \
 check "detach: its PID 1 leads its own session (no terminal signal reaches it)" \
 	[ "$(ps -o sid= -p "$p1" | tr -d ' ')" = "$p1" ]
 check "detach: its cgroup and state directories are there" present "${D}1"
+# Its processes run as the first uid of its own host range, never as 0;
+# what the guest writes in its layer is that uid's on the host.
+idmap_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["idmap"]["first"])' "$1"; }
+ids_of() { awk '$1 == "Uid:" || $1 == "Gid:" { printf "%s %s %s %s ", $2, $3, $4, $5 }' "/proc/$1/status"; }
+u1=$(idmap_of "$E2E_TMP/d1.json")
+check "userns: the record names the sandbox's host range ($u1)" \
+	eval '[ "$u1" -ge $IDBASE ] && [ "$u1" -lt $IDEND ] && [ $(((u1 - IDBASE) % 65536)) = 0 ]'
+ids1=$(ids_of "$p1")
+check "userns: its PID 1, the agent, runs as host uid and gid $u1, not 0 ($ids1)" \
+	[ "$ids1" = "$u1 $u1 $u1 $u1 $u1 $u1 $u1 $u1 " ]
+check "userns: the registry holds its range for its state directory" \
+	[ "$(readlink "/run/sluice/idmap/$u1")" = "$DSTATE/${D}1" ]
+out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- sh -c 'echo made >/made-by-guest; mkdir -p /var/guest;
+	echo in >/var/guest/f; id -u')
+f1=$DSTATE/${D}1/upper/made-by-guest
+check "userns: a file the guest (id -u $out) made is in its writable layer on the host" \
+	eval '[ "$out" = 0 ] && [ "$(cat "$f1")" = made ]'
+owners=$(stat -c %u:%g "$f1" "$DSTATE/${D}1/upper/var" "$DSTATE/${D}1/upper/var/guest" \
+	"$DSTATE/${D}1/upper/var/guest/f" "$DSTATE/${D}1/upper" | sort -u | tr '\n' ' ')
+check "userns: ... it, the directories it made or copied up and the layer's root are $u1:$u1 on the host ($owners)" \
+	[ "$owners" = "$u1:$u1 " ]
+drun --adopt "$E2E_TMP/d1.json" --keep -- sh -c 'tail -f /dev/null >/dev/null 2>&1 </dev/null &'
+check "(a guest process of its own runs beside the agent)" until_ok 30 cg_runs "${D}1" tail
+uids=$(for f in $(grep -lE "/${D}1\$" /proc/[0-9]*/cgroup 2>/dev/null); do
+	p=${f#/proc/}
+	awk '$1 == "Uid:" { print $2 }' "/proc/${p%/cgroup}/status" 2>/dev/null
+done | sort -u | tr '\n' ' ')
+check "userns: every process of the sandbox runs as host uid $u1 ($uids)" [ "$uids" = "$u1 " ]
 out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- echo hi)
 check "adopt: echo hi runs in it ($out)" [ "$out" = hi ]
 out=$(drun --adopt "$E2E_TMP/d1.json" --keep -- sh -c 'echo again; ls /run/sluice')
@@ -347,6 +481,9 @@ PY
 drun -t host --id "${D}2" --detach >"$E2E_TMP/d2.json"
 p2=$(jget "$E2E_TMP/d2.json" pid)
 check "(d2 detached: its cgroup and state directories are there)" present "${D}2"
+u2=$(idmap_of "$E2E_TMP/d2.json")
+check "userns: d2, started while d1 runs (adopted by other processes since), has a range of its own ($u2, not $u1)" \
+	eval '[ "$u2" -ge $IDBASE ] && [ "$u2" != "$u1" ] && [ "$(ids_of "$p2")" = "$u2 $u2 $u2 $u2 $u2 $u2 $u2 $u2 " ]'
 out=$(drun --adopt "$E2E_TMP/d2.json" --keep --put "$E2E_TMP/guest.py:/guest.py" -- \
 	python3 /guest.py)
 check "guest connecting to the agent while the host is there: refused ($out)" [ "$out" = closed ]
@@ -397,6 +534,8 @@ check "adopt + stop: no process left in its cgroup" gone_within "${D}1" 5
 check "adopt + stop: no cgroup directory left" [ "$(cg_dirs "${D}1")" = 0 ]
 check "adopt + stop: no state directory left (the others' still there)" \
 	eval '[ -d "$DSTATE/${D}2" ] && [ ! -e "$DSTATE/${D}1" ]'
+check "adopt + stop: its host range is free again (d2's still held)" \
+	eval '[ ! -e "/run/sluice/idmap/$u1" ] && [ "$(readlink "/run/sluice/idmap/$u2")" = "$DSTATE/${D}2" ]'
 set +e
 drun --adopt "$E2E_TMP/d1.json" 2>/dev/null
 rc=$?
@@ -425,6 +564,10 @@ drun --id "${D}4" --detach >"$E2E_TMP/d4.json"
 p4=$(jget "$E2E_TMP/d4.json" pid)
 check "(d3 and d4 detached: their cgroup and state directories are there)" \
 	eval 'present "${D}3" && present "${D}4"'
+u3=$(idmap_of "$E2E_TMP/d3.json")
+u4=$(idmap_of "$E2E_TMP/d4.json")
+check "userns: d2, d3 and d4, alive at once, have three ranges ($u2 $u3 $u4)" \
+	eval '[ "$(printf "%s\n" "$u2" "$u3" "$u4" | sort -u | grep -c .)" = 3 ]'
 n=$(drun --sweep --keep-id "${D}3" --keep-id "${D}2")
 check "sweep --keep-id: ended exactly one ($n)" [ "$n" = 1 ]
 check "sweep: the other one's processes are gone" gone_within "${D}4" 5
@@ -432,6 +575,8 @@ check "sweep: ... its cgroups and state too" \
 	bash -c "[ \$(find /sys/fs/cgroup -maxdepth 8 -type d -path '*/$CGP/${D}4' | wc -l) = 0 ] &&
 		 [ -d '$DSTATE/${D}3' ] && [ ! -e '$DSTATE/${D}4' ]"
 out=$(drun --adopt "$E2E_TMP/d3.json" --keep -- echo kept)
+check "sweep: ... and its host range is free ($u4; the kept ones' still held)" \
+	eval '[ ! -e "/run/sluice/idmap/$u4" ] && [ -L "/run/sluice/idmap/$u3" ] && [ -L "/run/sluice/idmap/$u2" ]'
 check "sweep: the kept one still runs ($out)" [ "$out" = kept ]
 check "sweep: d2 was kept too" kill -0 "$p2"
 # The patterns of the "nothing left" checks below, shown to find d2 and
@@ -444,6 +589,8 @@ drun --adopt "$E2E_TMP/d3.json"
 drun --adopt "$E2E_TMP/d2.json"
 check "durability: nothing left (processes)" \
 	bash -c "[ \$(grep -lE '/${D}[0-9]\$' /proc/[0-9]*/cgroup 2>/dev/null | wc -l) = 0 ]"
+check "durability: nothing left (host ranges)" \
+	bash -c "! find /run/sluice/idmap -maxdepth 1 -type l -lname '$DSTATE/*' | grep -q ."
 check "durability: nothing left (state, cgroups)" \
 	bash -c "[ -d '$DSTATE' ] && [ -z \"\$(ls -A '$DSTATE')\" ] && [ \$(find /sys/fs/cgroup -maxdepth 8 -type d -path '*/$CGP*' | wc -l) = 0 ]"
 
@@ -458,13 +605,18 @@ mounts_before=$(host_mounts)
 "${RUN[@]}" --netns "$NS" --peer sbxe2e0 -- sleep 120 >"$E2E_TMP/ctl.out" 2>&1 &
 CTLJOB=$!
 track $CTLJOB
-guest_mounts() { grep -l "$STATE" /proc/[0-9]*/mountinfo 2>/dev/null | wc -l; }
+# A guest process runs as a host uid of the sandboxes' id space (its
+# mount table names no path of ours any more).
+guest_procs() {
+	cat /proc/[0-9]*/status 2>/dev/null |
+		awk -v lo=$IDBASE -v hi=$IDEND '$1 == "Uid:" && $2 >= lo && $2 < hi { n++ } END { print n + 0 }'
+}
 running_seen() {
-	[ "$(procs_left)" -ge 1 ] && [ "$(cg_left)" -ge 1 ] && [ "$(guest_mounts)" -ge 1 ] &&
+	[ "$(procs_left)" -ge 1 ] && [ "$(cg_left)" -ge 1 ] && [ "$(guest_procs)" -ge 1 ] &&
 		[ -d "$STATE" ] && [ -n "$(ls -A "$STATE")" ] && [ "$(ip -n "$NS" -o link | wc -l)" = 2 ]
 }
-check "(a running sandbox is seen: processes, cgroups, guest mounts, state, link)" until_ok 30 running_seen
-echo "    seen: $(procs_left) processes, $(cg_left) cgroup directories, $(guest_mounts) guest mount tables"
+check "(a running sandbox is seen: processes, cgroups, guest uids, state, link)" until_ok 30 running_seen
+echo "    seen: $(procs_left) processes, $(cg_left) cgroup directories, $(guest_procs) guest processes"
 kill $CTLJOB
 wait $CTLJOB && rc=0 || rc=$?
 # SIGTERM ends the run then and there: the sandbox is stopped, the
@@ -484,8 +636,10 @@ check "100 cycles: no overlay of ours in the host's mount table" \
 check "100 cycles: no state left" eval '[ -d "$STATE" ] && [ -z "$(ls -A "$STATE")" ]'
 check "100 cycles: no link left in the peer namespace" \
 	[ "$(ip -n "$NS" -o link | wc -l)" = 1 ]
-# A surviving guest process would still see its overlay, named by our
-# state directory, in its mountinfo.
-check "100 cycles: no guest process left" [ "$(guest_mounts)" = 0 ]
+# A surviving guest process, even out of its cgroup, would still run as a
+# uid of the id space; and every range is free again.
+check "100 cycles: no guest process left" [ "$(guest_procs)" = 0 ]
+check "100 cycles: no host range of ours still held" \
+	bash -c "! find /run/sluice/idmap -maxdepth 1 -type l -lname '$STATE/*' | grep -q ."
 
 finish

@@ -36,6 +36,21 @@ static const struct bad_case bad_cases[] = {
 	{ "control-socket-relative",
 	  "daemon: { control_socket: run/control.sock }\n",
 	  "t.yaml:1:27: daemon.control_socket: must be an absolute path shorter than 108 bytes, or off" },
+	{ "idmap-base-below-65536",
+	  "daemon: { idmap: { base: 1000 } }\n",
+	  "t.yaml:1:26: daemon.idmap.base: 1000 is out of range 65536..4294836224" },
+	{ "idmap-base-unaligned",
+	  "daemon: { idmap: { base: 1073741825 } }\n",
+	  "t.yaml:1:26: daemon.idmap.base: 1073741825 is not a multiple of 65536" },
+	{ "idmap-no-ranges",
+	  "daemon: { idmap: { ranges: 0 } }\n",
+	  "t.yaml:1:28: daemon.idmap.ranges: 0 is out of range 1..65534" },
+	{ "idmap-past-the-last-id",
+	  "daemon: { idmap: { base: 4294836224, ranges: 2 } }\n",
+	  "t.yaml:1:18: daemon.idmap: 2 ranges of 65536 from 4294836224 go past 4294967294, the last host id" },
+	{ "idmap-unknown-key",
+	  "daemon: { idmap: { size: 65536 } }\n",
+	  "t.yaml:1:20: unknown key 'size' in daemon.idmap" },
 	{ "fleet-teardown-not-bool",
 	  "daemon: { fleet_teardown: maybe }\n",
 	  "t.yaml:1:27: daemon.fleet_teardown: expected true or false, got 'maybe'" },
@@ -416,6 +431,32 @@ test_certs_in_data_dir(void **state)
 	conf_diag_fini(&d);
 }
 
+/* daemon.idmap: the whole space from the host's 65536 up to the last
+ * id; a key not given keeps its default. */
+static void
+test_idmap(void **state)
+{
+	static const char y1[] = "daemon: { idmap: { base: 65536, ranges: 65534 } }\n";
+	static const char y2[] = "daemon: { idmap: { base: 2147483648 } }\n";
+	struct conf_diag d;
+	struct conf *c;
+
+	(void)state;
+	conf_diag_init(&d);
+	c = conf_load_mem("t.yaml", y1, sizeof(y1) - 1, &d);
+	assert_non_null(c);
+	assert_int_equal(c->daemon.idmap_base, 65536);
+	assert_int_equal(c->daemon.idmap_ranges, 65534);
+	conf_unref(c);
+	c = conf_load_mem("t.yaml", y2, sizeof(y2) - 1, &d);
+	assert_non_null(c);
+	assert_int_equal(c->daemon.idmap_base, 2147483648u);
+	assert_int_equal(c->daemon.idmap_ranges, 8192);
+	conf_unref(c);
+	assert_int_equal(d.n, 0);
+	conf_diag_fini(&d);
+}
+
 static void
 test_default_config(void **state)
 {
@@ -438,6 +479,8 @@ test_default_config(void **state)
 	assert_string_equal(c->daemon.fleet_netns, "sluice");
 	assert_false(c->daemon.fleet_teardown);
 	assert_string_equal(c->daemon.control_socket, "/run/sluice/control.sock");
+	assert_int_equal(c->daemon.idmap_base, 1073741824u);
+	assert_int_equal(c->daemon.idmap_ranges, 8192);
 	assert_int_equal(c->daemon.log_level, CONF_LOG_INFO);
 	assert_int_equal(c->daemon.log_format, CONF_LOG_TEXT);
 
@@ -692,6 +735,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_configs),
 		cmocka_unit_test(test_certs_in_data_dir),
+		cmocka_unit_test(test_idmap),
 		cmocka_unit_test(test_all_errors_at_once),
 		cmocka_unit_test(test_duplicate_key_does_not_hide_others),
 		cmocka_unit_test(test_secret_never_in_errors),

@@ -518,6 +518,7 @@ good_saved(void)
 	sv.peer_ifindex = 12;
 	snprintf(sv.peer_netns, sizeof(sv.peer_netns), "fleet");
 	sv.peer_netns_ino = 4026532178ull;
+	sv.idmap = 1073807360u; /* the second default range */
 	return sv;
 }
 
@@ -619,6 +620,24 @@ test_saved_bad(void **st)
 	                 json_pack("{s:s, s:i, s:s}", "peer_ifname", "sbx7", "peer_ifindex", 2,
 	                           "peer_netns", ""),
 	                 "peer_netns");
+	/* the host ids: a whole range of 65536 on a 65536 boundary, past
+	 * the host's own 0..65535 and short of (uid_t)-1 */
+	expect_bad_saved("idmap", json_integer(1073807360), "idmap");
+	expect_bad_saved("idmap", json_pack("{s:i}", "first", 1073807360), "idmap");
+	expect_bad_saved("idmap", json_pack("{s:i, s:i}", "first", 1073807360, "size", 65535),
+	                 "idmap");
+	expect_bad_saved("idmap", json_pack("{s:i, s:i}", "first", 0, "size", 65536), "idmap");
+	expect_bad_saved("idmap", json_pack("{s:i, s:i}", "first", 65535, "size", 65536), "idmap");
+	expect_bad_saved("idmap", json_pack("{s:i, s:i}", "first", 1073807361, "size", 65536),
+	                 "idmap");
+	expect_bad_saved("idmap", json_pack("{s:I, s:i}", "first", 0xffff0000ll, "size", 65536),
+	                 "idmap");
+	expect_bad_saved("idmap", json_pack("{s:I, s:i}", "first", 0x100000000ll, "size", 65536),
+	                 "idmap");
+	expect_bad_saved("idmap", json_pack("{s:i, s:i}", "first", -65536, "size", 65536),
+	                 "idmap");
+	expect_bad_saved("idmap", json_pack("{s:s, s:i}", "first", "1073807360", "size", 65536),
+	                 "idmap");
 	/* v2 has exactly one cgroup */
 	{
 		struct sbx_saved in = good_saved();
@@ -649,7 +668,8 @@ test_saved_good(void **st)
 		{
 			static const char *const ok[] = {
 			    "backend",   "version",        "id",      "pid",          "start_time",
-			    "state_dir", "cgroup_version", "cgroups", "agent_socket", "net"};
+			    "state_dir", "cgroup_version", "cgroups", "agent_socket", "net",
+			    "idmap"};
 			bool found = false;
 			for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
 				found |= strcmp(k, ok[i]) == 0;
@@ -679,6 +699,19 @@ test_saved_good(void **st)
 	assert_int_equal(sbx_saved_parse(j, &out, err, sizeof(err)), 0);
 	json_decref(j);
 	assert_memory_equal(&in, &out, sizeof(in));
+	/* a sandbox from before user namespaces: no "idmap", adopted as is */
+	in = good_saved();
+	in.idmap = 0;
+	j = sbx_saved_to_json(&in);
+	assert_null(json_object_get(j, "idmap"));
+	assert_int_equal(sbx_saved_parse(j, &out, err, sizeof(err)), 0);
+	json_decref(j);
+	assert_int_equal(out.idmap, 0);
+	/* the last range there is */
+	assert_int_equal(parse_with("idmap",
+	                            json_pack("{s:I, s:i}", "first", 0xfffe0000ll, "size", 65536),
+	                            err, sizeof(err)),
+	                 0);
 	/* a trailing slash in the configured state dir makes "//": fine */
 	assert_int_equal(
 	    parse_with("state_dir", json_string("/run/sluice/sandboxes//sbx-7"), err, sizeof(err)),
