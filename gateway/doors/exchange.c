@@ -245,6 +245,29 @@ is_websocket_upgrade(const struct gw_h1_head *h)
 	       h->method_id == GW_H1_M_GET;
 }
 
+/* TRACE (and TRACK, its IIS twin) is never relayed: an origin echoes the
+ * request it got, with whatever a hop added (credentials, cookies: XST).
+ * An OPTIONS (or TRACE) with Max-Forwards: 0 is for this hop to answer
+ * (RFC 9110 7.6.2). Both get a 405 here. Method names are compared in any
+ * case: an origin may take "trace" for TRACE. True once answered. */
+static bool
+h1x_answered_here(struct gw_h1x *x)
+{
+	const struct gw_h1_head *h = &x->reqh;
+
+	if (gw_h1_method_ieq(h, "TRACE") || gw_h1_method_ieq(h, "TRACK")) {
+		gw_h1x_refuse(x, 405, GW_R_METHOD_NOT_ALLOWED, "%.*s is not relayed by sluice",
+			      (int)h->method.len, h->method.p);
+		return true;
+	}
+	if (gw_h1_method_ieq(h, "OPTIONS") && h->has_max_forwards && h->max_forwards == 0) {
+		gw_h1x_refuse(x, 405, GW_R_METHOD_NOT_ALLOWED,
+			      "OPTIONS with Max-Forwards: 0 ends here (RFC 9110 7.6.2)");
+		return true;
+	}
+	return false;
+}
+
 /* A request head is complete: the door decides, then resolve and connect
  * (or reuse the idle upstream connection of the same origin and client). */
 static void
@@ -270,8 +293,9 @@ h1x_request(struct gw_h1x *x)
 	if ((x->intercept ? gw_intercept_route(x) : x->route(x)) != 0)
 		return;
 	/* The credentials it gets, and every sentinel it holds checked,
-	 * before anything is dialled. */
-	if (gw_inject_plan(x) < 0)
+	 * before anything is dialled (a sentinel in a TRACE is a violation
+	 * first). */
+	if (gw_inject_plan(x) < 0 || h1x_answered_here(x))
 		return;
 	x->is_upgrade = !x->is_connect && is_websocket_upgrade(&x->reqh);
 	if (x->reqh.upgrade && !x->is_upgrade)

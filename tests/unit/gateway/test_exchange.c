@@ -193,6 +193,106 @@ test_dial_failures(void **state)
 	}
 }
 
+/* Heads the parser refuses for what hops would read differently, and
+ * methods answered here: the status and reason, one line, nothing
+ * dialled. */
+static void
+test_refused_heads(void **state)
+{
+	static const struct {
+		const char *req, *status, *reason;
+	} cases[] = {
+		{ "CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\nContent-Length: 5\r\n\r\n"
+		  "hello", "400", "bad-request" },
+		{ "POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent-Length: 2\r\n"
+		  "Connection: Content-Length\r\n\r\nhi", "400", "bad-request" },
+		{ "GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: host\r\n\r\n",
+		  "400", "bad-request" },
+		{ "GET http://a.test/a{b}|c HTTP/1.1\r\nHost: a.test\r\n\r\n", "400", "bad-request" },
+		{ "GET http://a.test/%zz HTTP/1.1\r\nHost: a.test\r\n\r\n", "400", "bad-request" },
+		{ "GET http://a.test/ HTTP/1.1\r\nHost: me@a.test\r\n\r\n", "400", "userinfo" },
+		{ "GET http://a.test/ HTTP/1.1\r\nHost: \xc3\xa4.test\r\n\r\n", "400", "non-ascii-host" },
+		{ "TRACE http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n", "405", "method-not-allowed" },
+		{ "trace http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n", "405", "method-not-allowed" },
+		{ "TRACK http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n", "405", "method-not-allowed" },
+		{ "TRACE http://a.test/ HTTP/1.1\r\nHost: a.test\r\nMax-Forwards: 5\r\n\r\n", "405",
+		  "method-not-allowed" },
+		{ "OPTIONS http://a.test/ HTTP/1.1\r\nHost: a.test\r\nMax-Forwards: 0\r\n\r\n", "405",
+		  "method-not-allowed" },
+		{ "options http://a.test/ HTTP/1.1\r\nHost: a.test\r\nMax-Forwards: 0\r\n\r\n", "405",
+		  "method-not-allowed" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < N(cases); i++) {
+		struct dh h;
+		char lines[8][512], want[96];
+
+		dh_init(&h);
+		dh_layers(&h, 1, 1, 0);
+		dh_client_send(&h, 0, cases[i].req, strlen(cases[i].req));
+		dh_connect(&h, gw_fwd_accept, -1);
+		dh_run(&h, dh_ended);
+		assert_non_null(h.client.rx);
+		snprintf(want, sizeof(want), "HTTP/1.1 %s ", cases[i].status);
+		if (strncmp(h.client.rx, want, strlen(want)) != 0)
+			fail_msg("%s: got %.40s", cases[i].req, h.client.rx);
+		snprintf(want, sizeof(want), "\r\nSluice-Reason: %s\r\n", cases[i].reason);
+		assert_non_null(strstr(h.client.rx, want));
+		assert_int_equal(h.dials, 0);
+		dh_expect_lines(&h, lines, 1);
+		dh_expect_field(lines[0], "status", cases[i].status);
+		dh_expect_field(lines[0], "reason", cases[i].reason);
+		dh_expect_field(lines[0], "decision", "deny");
+		dh_expect_clean(&h);
+		dh_fini(&h);
+	}
+}
+
+/* Who the client is and how it came are not the client's to say: the
+ * forgeable fields never reach the origin; Sluice-* from the origin
+ * never reaches the client (it would pass for sluice's own word). An
+ * OPTIONS counts its Max-Forwards down; another method's passes as is. */
+static void
+test_forged_fields_dropped(void **state)
+{
+	static const char req[] =
+		"GET http://a.test/s HTTP/1.1\r\nHost: a.test\r\nForwarded: for=1.2.3.4\r\n"
+		"X-Forwarded-For: 1.2.3.4\r\nx-forwarded-proto: https\r\nX-Real-IP: 1.2.3.4\r\n"
+		"X-Upstream-Addr: 10.0.0.1\r\nSluice-Reason: none\r\nTrue-Client-IP: 1.2.3.4\r\n"
+		"X-Original-URL: /admin\r\nX-Keep: 1\r\nMax-Forwards: 0\r\n\r\n";
+	static const char up[] = "GET /s HTTP/1.1\r\nHost: a.test\r\nX-Keep: 1\r\nMax-Forwards: 0\r\n"
+				 "Via: 1.1 sluice\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nSluice-Reason: denied\r\nsluice-other: x\r\n"
+				   "X-Forwarded-For: 9.9.9.9\r\nContent-Length: 2\r\n\r\nok";
+	static const char down[] = "HTTP/1.1 200 OK\r\nX-Forwarded-For: 9.9.9.9\r\nContent-Length: 2\r\n"
+				   "Via: 1.1 sluice\r\n\r\nok";
+	static const char opt[] = "OPTIONS http://a.test/ HTTP/1.1\r\nHost: a.test\r\nMax-Forwards: 3\r\n"
+				  "X-A: 1\r\n\r\n";
+	static const char opt_up[] = "OPTIONS / HTTP/1.1\r\nHost: a.test\r\nX-A: 1\r\nMax-Forwards: 2\r\n"
+				     "Via: 1.1 sluice\r\n\r\n";
+
+	(void)state;
+	for (int pass = 0; pass < 2; pass++) {
+		const char *rq = pass ? opt : req, *u = pass ? opt_up : up;
+		struct dh h;
+
+		dh_init(&h);
+		dh_layers(&h, 1, 1, 0);
+		dh_client_send(&h, 0, rq, strlen(rq));
+		dh_origin_send(&h, strlen(u), S(resp));
+		dh_connect(&h, gw_fwd_accept, -1);
+		h.want_client = sizeof(down) - 1;
+		dh_run(&h, dh_client_has);
+		dh_expect_bytes("origin", h.origin.rx, h.origin.rxlen, u, strlen(u));
+		dh_expect_bytes("client", h.client.rx, h.client.rxlen, S(down));
+		dh_client_close(&h);
+		dh_run(&h, dh_ended);
+		dh_expect_clean(&h);
+		dh_fini(&h);
+	}
+}
+
 /* ---- an error at every step ---- */
 
 /* One named step of a POST with a body and its answer, failed there with
@@ -712,6 +812,8 @@ main(void)
 		cmocka_unit_test(test_malformed_head),
 		cmocka_unit_test(test_denied_host),
 		cmocka_unit_test(test_dial_failures),
+		cmocka_unit_test(test_refused_heads),
+		cmocka_unit_test(test_forged_fields_dropped),
 		cmocka_unit_test(test_error_steps),
 		cmocka_unit_test(test_error_sweep),
 		cmocka_unit_test(test_response_head_split),
