@@ -60,6 +60,10 @@ struct gw_h1x_half {
 struct gw_h1x;
 struct conf_credential;
 
+/* A response may bring this many 1xx heads before its final one: an
+ * origin that sends more is answered 502 upstream-too-many-1xx. */
+#define GW_H1X_MAX_INTERIM 16
+
 /* The credentials the request under way gets (inject.h): planned before
  * the dial, applied when its head is rebuilt for an origin reached over
  * sluice's own verified TLS (or in the clear, for those that say so). */
@@ -150,6 +154,7 @@ struct gw_h1x {
 	 * head again each time, so parsed stays at its start). */
 	bool resp_short;
 	bool head_timed;        /* the head deadline is armed */
+	unsigned interim;       /* 1xx heads of the response under way */
 	struct gw_inject inj;
 };
 

@@ -104,7 +104,9 @@ gw_h1x_refuse(struct gw_h1x *x, unsigned status, enum gw_reason reason, const ch
 		     "Content-Length: %d\r\nConnection: close\r\nVia: 1.1 sluice\r\n\r\n%s",
 		     status, status_text(status), gw_reason_name(reason), extra, blen, body);
 	x->down.hlen = (size_t)n;
-	x->down.out = x->down.hlen;     /* the access line counts what is sent */
+	/* The access line counts what is sent: in an exchange, the 1xx
+	 * heads that went before too. */
+	x->down.out = (c->state == H1X_EXCHANGE ? x->down.out : 0) + x->down.hlen;
 	c->req.status = status;
 	/* 502 and 504: allowed, but the way there failed. */
 	c->req.denied = status != 502 && status != 504;
@@ -117,6 +119,39 @@ gw_h1x_refuse(struct gw_h1x *x, unsigned status, enum gw_reason reason, const ch
 	x->deadline_fixed = true;
 	gw_timer_arm(c->w->loop, &c->timer, H1X_HEAD_TIMEOUT_MS);
 	gw_conn_set_state(c, H1X_REFUSE);
+}
+
+/* Nothing of a final response has reached the client, and no 1xx head
+ * is half written: it can still be answered. */
+static bool
+h1x_answerable(const struct gw_h1x *x)
+{
+	const struct gw_h1x_half *d = &x->down;
+
+	return x->base.state == H1X_EXCHANGE &&
+	       (d->hpos == 0 || (d->hpos == d->hlen && !d->in_body));
+}
+
+void
+gw_h1x_fail(struct gw_h1x *x, unsigned status, enum gw_reason reason, const char *fmt, ...)
+{
+	struct gw_conn *c = &x->base;
+	char detail[512];
+	va_list ap;
+
+	/* The request body that went upstream is the client's too. */
+	if (x->up.out > x->up.hlen)
+		c->req.bytes_in += x->up.out - x->up.hlen;
+	if (!h1x_answerable(x)) {
+		gw_conn_close(c, reason);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	/* (gw_h1x_refuse() drops the upstream: a request cut short there
+	 * ends with the connection, never as a whole one.) */
+	gw_h1x_refuse(x, status, reason, "%s", detail);
 }
 
 /* ---- teardown ---- */
@@ -354,6 +389,7 @@ gw_h1x_start_exchange(struct gw_h1x *x)
 	x->close_after = false;
 	x->skip_up_read = true;         /* the request is not even sent yet */
 	x->resp_short = false;
+	x->interim = 0;
 	gw_conn_set_state(c, H1X_EXCHANGE);
 }
 
@@ -377,7 +413,10 @@ h1x_response_head(struct gw_conn *c)
 		return 1;
 	}
 	if (x->resph.status < 200) {
-		/* 100 Continue and friends: pass on, then read the next head. */
+		/* 100 Continue and friends: pass on, then read the next head;
+		 * an origin that never comes to a final one is cut off. */
+		if (++x->interim > GW_H1X_MAX_INTERIM)
+			return -E2BIG;
 		if (x->reqh.version_minor == 0 && x->resph.status == 100) {
 			/* An HTTP/1.0 client never asked for it. */
 			gw_h1_parser_init(&x->parser, GW_H1_RESPONSE, gw_conn_gateway(c)->max_header_bytes);
@@ -578,15 +617,24 @@ static void
 h1x_upstream_failed(struct gw_conn *c, int err)
 {
 	struct gw_h1x *x = h1x(c);
-	if (c->state == H1X_EXCHANGE && c->req.status == 0 && !x->down.in_body && x->down.out == 0) {
-		if (err)
-			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_RESET,
-				   "the origin reset the connection without a response: %s", strerror(err));
-		else
-			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_RESET, "the origin closed without a response");
-		return;
-	}
-	gw_conn_close(c, GW_R_UPSTREAM_RESET);
+
+	if (err)
+		gw_h1x_fail(x, 502, GW_R_UPSTREAM_RESET,
+			    "the origin reset the connection without a response: %s", strerror(err));
+	else
+		gw_h1x_fail(x, 502, GW_R_UPSTREAM_RESET, "the origin closed without a response");
+}
+
+/* The request's body broke its framing (a bad chunk size or line, data
+ * longer or shorter than its chunk, a forbidden trailer): 400 while the
+ * client can still be told, and the request upstream, begun, is cut. */
+static bool
+h1x_bad_request_body(struct gw_conn *c)
+{
+	struct gw_h1x *x = h1x(c);
+
+	gw_h1x_fail(x, 400, GW_R_BAD_REQUEST, "bad request body: %s", x->up.body.err.msg);
+	return c->state == H1X_REFUSE;
 }
 
 /* EXCHANGE: move request and response bytes. Returns false when nothing
@@ -600,10 +648,8 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 	int rc;
 
 	/* client -> upstream: body bytes already read are checked first */
-	if (gw_half_body(up) < 0) {
-		gw_conn_close(c, GW_R_BAD_REQUEST);
-		return false;
-	}
+	if (gw_half_body(up) < 0)
+		return h1x_bad_request_body(c);
 	rc = gw_half_write(up, c->up.x);
 	if (rc < 0) {
 		h1x_upstream_failed(c, -rc);
@@ -616,10 +662,8 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 
 		if (n > 0) {
 			moved = true;
-			if (gw_half_body(up) < 0) {
-				gw_conn_close(c, GW_R_BAD_REQUEST);
-				return false;
-			}
+			if (gw_half_body(up) < 0)
+				return h1x_bad_request_body(c);
 		} else if (n == 0) {
 			gw_conn_close(c, GW_R_CLIENT_CLOSED);
 			return false;
@@ -663,9 +707,9 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 		}
 		if (n == -ENOBUFS && x->resp_short) {
 			/* (The head parser's own limit is lower: not reached.) */
-			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_BAD_RESPONSE,
-				      "the origin's response head does not fit");
-			return true;
+			gw_h1x_fail(x, 502, GW_R_UPSTREAM_HEADER_TOO_LARGE,
+				    "the origin's response head does not fit");
+			return c->state == H1X_REFUSE;
 		}
 		if (n > 0)
 			x->resp_short = false;
@@ -682,8 +726,8 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 				down->done = true;
 				return true;
 			}
-			gw_conn_close(c, GW_R_UPSTREAM_RESET);
-			return false;
+			h1x_upstream_failed(c, 0);
+			return c->state == H1X_REFUSE;
 		}
 		if (n > 0)
 			moved = true;
@@ -697,14 +741,24 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 			return true;
 		}
 		if (r == GW_H1_ERROR) {
-			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_BAD_RESPONSE, "the origin's response: %s",
-				   x->resph.err.msg);
-			return true;
+			gw_h1x_fail(x, 502,
+				    x->resph.err.reason == GW_R_HEADER_TOO_LARGE
+					    ? GW_R_UPSTREAM_HEADER_TOO_LARGE
+					    : GW_R_UPSTREAM_BAD_RESPONSE,
+				    "the origin's response: %s", x->resph.err.msg);
+			return c->state == H1X_REFUSE;
 		}
 		rc = h1x_response_head(c);
+		if (rc == -E2BIG) {
+			gw_h1x_fail(x, 502, GW_R_UPSTREAM_TOO_MANY_1XX,
+				    "the origin sent more than %d 1xx heads without a final one",
+				    GW_H1X_MAX_INTERIM);
+			return c->state == H1X_REFUSE;
+		}
 		if (rc < 0) {
-			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_BAD_RESPONSE, "the origin's response is not usable");
-			return true;
+			gw_h1x_fail(x, 502, GW_R_UPSTREAM_BAD_RESPONSE,
+				    "the origin's response is not usable");
+			return c->state == H1X_REFUSE;
 		}
 		if (rc > 0)
 			return true;    /* a tunnel now */
@@ -712,8 +766,9 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 			return true;    /* send the 1xx first */
 	}
 	if (gw_half_body(down) < 0) {
-		gw_conn_close(c, GW_R_UPSTREAM_BAD_RESPONSE);
-		return false;
+		gw_h1x_fail(x, 502, GW_R_UPSTREAM_BAD_RESPONSE, "the origin's response body: %s",
+			    down->body.err.msg);
+		return c->state == H1X_REFUSE;
 	}
 	return true;
 }

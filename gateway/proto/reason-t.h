@@ -52,6 +52,8 @@
 	X(SNI_ADDRESS_MISMATCH, "sni-address-mismatch") /* literal not SNI's */\
 	X(CREDENTIAL_SCOPE, "credential-scope") /* a sentinel out of scope */ \
 	X(CREDENTIAL_LOST, "credential-lost") /* a tenant's, gone in a restart */\
+	X(UPSTREAM_HEADER_TOO_LARGE, "upstream-header-too-large") /* 502 */   \
+	X(UPSTREAM_TOO_MANY_1XX, "upstream-too-many-1xx") /* 502: 1xx after 1xx */\
 	X(INTERNAL, "internal-error")
 
 enum gw_reason {
