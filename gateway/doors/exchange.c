@@ -20,6 +20,7 @@
 
 #include "conf.h"
 #include "conn.h"
+#include "deadline.h"
 #include "dial.h"
 #include "exchange.h"
 #include "message.h"
@@ -63,6 +64,7 @@ status_text(unsigned status)
 	case 403: return "Forbidden";
 	case 405: return "Method Not Allowed";
 	case 407: return "Proxy Authentication Required";
+	case 408: return "Request Timeout";
 	case 421: return "Misdirected Request";
 	case 431: return "Request Header Fields Too Large";
 	case 501: return "Not Implemented";
@@ -108,8 +110,9 @@ gw_h1x_refuse(struct gw_h1x *x, unsigned status, enum gw_reason reason, const ch
 	 * heads that went before too. */
 	x->down.out = (c->state == H1X_EXCHANGE ? x->down.out : 0) + x->down.hlen;
 	c->req.status = status;
-	/* 502 and 504: allowed, but the way there failed. */
-	c->req.denied = status != 502 && status != 504;
+	/* 502 and 504: allowed, but the way there failed; 408: allowed, but
+	 * the client did not keep up. */
+	c->req.denied = status != 502 && status != 504 && status != 408;
 	c->req.bytes_out = x->down.out;
 	gw_conn_log(c, reason);
 	gw_conn_upstream_drop(c);
@@ -391,6 +394,7 @@ gw_h1x_start_exchange(struct gw_h1x *x)
 	x->resp_short = false;
 	x->interim = 0;
 	gw_conn_set_state(c, H1X_EXCHANGE);
+	gw_h1x_deadline_start(x);
 }
 
 /* A response head arrived from the origin. */
@@ -860,10 +864,11 @@ gw_h1x_run(struct gw_conn *c)
 		cev = EPOLLIN | EPOLLOUT;
 		uev = c->up.x ? EPOLLIN | EPOLLOUT : 0;
 	}
-	/* Any byte in or out is activity: a slow but moving transfer is not
-	 * idle. */
-	if ((c->state == H1X_EXCHANGE || c->state == H1X_HEAD) &&
-	    io != x->up.in + x->up.out + x->down.in + x->down.out)
+	/* An exchange's deadlines follow what it waits on (deadline.h); for a
+	 * head, any byte in or out is activity. */
+	if (c->state == H1X_EXCHANGE)
+		gw_h1x_deadline_arm(x);
+	else if (c->state == H1X_HEAD && io != x->up.in + x->up.out + x->down.in + x->down.out)
 		h1x_touch(c);
 	gw_conn_watch(c, cev, uev);
 }
@@ -907,8 +912,15 @@ gw_h1x_event(struct gw_conn *c, bool upstream, uint32_t events)
 void
 gw_h1x_timeout(struct gw_conn *c)
 {
-	/* Head, idle, refusal and linger deadlines all end the connection;
-	 * a dial keeps its own (DNS, connect) and answers 504 itself. */
+	/* An exchange's deadlines end in an answer while one can be given;
+	 * head, idle, refusal and linger deadlines end the connection; a
+	 * dial keeps its own (DNS, connect) and answers 504 itself. */
+	if (c->state == H1X_EXCHANGE) {
+		gw_h1x_deadline_fired(h1x(c));
+		if (!c->closed && c->state != H1X_EXCHANGE)
+			gw_h1x_run(c);
+		return;
+	}
 	gw_conn_close(c, c->state == H1X_LINGER || c->state == H1X_REFUSE ? GW_R_NONE
 									  : GW_R_IDLE_TIMEOUT);
 }

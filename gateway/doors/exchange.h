@@ -48,7 +48,7 @@ void gw_h1x_refuse(struct gw_h1x *x, unsigned status, enum gw_reason reason, con
  * gw_h1x_refuse() if nothing of a final response has reached the client
  * yet (the request to the origin, if begun, is cut by dropping the
  * upstream), else the connection ends and its line says `reason` (with
- * the status already sent). */
+ * the status already sent). For the exchange's own parts (deadline.c). */
 void gw_h1x_fail(struct gw_h1x *x, unsigned status, enum gw_reason reason, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
