@@ -10,13 +10,14 @@ PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev
   libssl-dev libnghttp2-dev libc-ares-dev libnftnl-dev libmnl-dev libyaml-dev
   libcmocka-dev libjansson-dev"
 PKGS_TEST="curl wget git python3 iproute2 procps nftables nginx-light openssl util-linux
-  dnsmasq-base nghttp2-client busybox-static netcat-openbsd openssh-client
+  dnsmasq-base nghttp2-client busybox-static netcat-openbsd openssh-client openssh-server
   qemu-system-x86 erofs-utils cpio kmod xz-utils zstd lz4
   python3-requests python3-socks python3-botocore nodejs npm"
 # Only ./build.sh bench installs these: the proxies sluice is compared with.
 # squid-openssl is squid built with TLS (ssl-bump, security_file_certgen);
 # it replaces the squid package (they conflict) and serves forward.sh too.
-PKGS_BENCH="wrk tinyproxy squid-openssl microsocks dante-server mitmproxy privoxy"
+# dnsperf loads the DNS door (bench/dns.sh).
+PKGS_BENCH="wrk tinyproxy squid-openssl microsocks dante-server mitmproxy privoxy dnsperf"
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -42,8 +43,8 @@ cmd_deps() {
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	# nginx-light's postinst starts nginx on port 80 of this machine (and
-	# squid's and tinyproxy's start theirs); the tests and benchmarks run
-	# their own in namespaces, so keep the services down.
+	# squid's, tinyproxy's and openssh-server's start theirs); the tests and
+	# benchmarks run their own in namespaces, so keep the services down.
 	printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
 	chmod +x /usr/sbin/policy-rc.d
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -165,6 +165,13 @@ struct conf_lane {
 	uint16_t door_forward;          /* 0: none */
 	uint16_t door_socks;
 	uint16_t door_intercept;
+	/* The DNS door (UDP and TCP) on the gateway address: 53 unless
+	 * doors.dns says otherwise; 0 on a lane without doors. */
+	uint16_t door_dns;
+	/* The name door: guest TCP to a synthetic address the DNS door gave
+	 * (any port) is sent here; doors.names, else the first of 3130..3139
+	 * no other door of the lane has. 0 on a lane without doors. */
+	uint16_t door_names;
 	bool transparent;
 	struct conf_pos pos;
 };
@@ -192,6 +199,11 @@ enum conf_cred_kind {
 #define CONF_SENTINEL_LEN 43
 /* The longest credential value (the header, password or parameter). */
 #define CONF_CRED_VALUE_MAX 8192
+/* The longest credential name: one given is 1..64 token characters, one
+ * sluice makes (the host pattern, '/', what is set) and one read back
+ * from a saved layer at most this. The access line's inject= list is
+ * sized from it. */
+#define CONF_CRED_NAME_MAX 389
 /* A tenant credential's fingerprint: "fp1:", 16 hex of salt, ':', 32 hex
  * of SHA-256(salt || value) cut to 128 bits, and a NUL. */
 #define CONF_CRED_FP_LEN 54

@@ -1272,7 +1272,8 @@ static void
 load_lanes(struct ctx *x, const struct cy_node *n)
 {
 	static const char *const keys[] = { "name", "subnet", "doors", "transparent", NULL };
-	static const char *const dkeys[] = { "forward", "socks", "intercept", NULL };
+	static const char *const dkeys[] = { "forward", "socks", "intercept", "dns", "names",
+					     NULL };
 	struct conf *c = x->c;
 	size_t cnt;
 
@@ -1329,6 +1330,44 @@ load_lanes(struct ctx *x, const struct cy_node *n)
 						cs_err_at(x, cs_map_get(doors, dn[k]), "%s.%s: port %u is already the %s door",
 						       q, dn[k], *dv[k], dn[j]);
 			ln->egress = ln->door_forward || ln->door_socks || ln->door_intercept;
+			/* DNS is UDP and TCP: its port may be a TCP door's only
+			 * if that door is not there. */
+			if (ln->egress) {
+				char r[PATHSZ];
+
+				ln->door_dns = 53;
+				cs_pathf(r, q, ".dns");
+				if (get_u32(x, cs_map_get(doors, "dns"), r, 1, 65535, &v))
+					ln->door_dns = (uint16_t)v;
+				for (int k = 0; k < 3; k++)
+					if (*dv[k] == ln->door_dns)
+						cs_err_at(x, cs_map_get(doors, "dns") ? cs_map_get(doors, "dns")
+										     : cs_map_get(doors, dn[k]),
+							  "%s.dns: port %u is already the %s door", q,
+							  ln->door_dns, dn[k]);
+				cs_pathf(r, q, ".names");
+				if (get_u32(x, cs_map_get(doors, "names"), r, 1, 65535, &v)) {
+					ln->door_names = (uint16_t)v;
+					for (int k = 0; k < 3; k++)
+						if (*dv[k] == ln->door_names)
+							cs_err_at(x, cs_map_get(doors, "names"),
+								  "%s.names: port %u is already the %s "
+								  "door", q, ln->door_names, dn[k]);
+					if (ln->door_names == ln->door_dns)
+						cs_err_at(x, cs_map_get(doors, "names"),
+							  "%s.names: port %u is already the dns door", q,
+							  ln->door_names);
+				} else if (!cs_map_get(doors, "names")) {
+					for (uint16_t p0 = 3130; p0 < 3140 && !ln->door_names; p0++)
+						if (p0 != ln->door_forward && p0 != ln->door_socks &&
+						    p0 != ln->door_intercept && p0 != ln->door_dns)
+							ln->door_names = p0;
+				}
+			} else if (cs_map_get(doors, "dns") || cs_map_get(doors, "names")) {
+				cs_err_at(x, cs_map_get(doors, "dns") ? cs_map_get(doors, "dns")
+								     : cs_map_get(doors, "names"),
+					  "%s: a lane without doors has no DNS or name door", q);
+			}
 		}
 		if (ln->transparent && !ln->egress)
 			cs_err_at(x, cs_map_get(it, "transparent"),

@@ -55,7 +55,7 @@ token_ok(const char *s)
 }
 
 /* The longest name sluice makes (the host pattern, '/', what is set). */
-#define DEFAULT_NAME_MAX 389
+#define DEFAULT_NAME_MAX CONF_CRED_NAME_MAX
 
 /* A saved layer's name: one given (a token) or one sluice made, which has
  * '/', and may have '*', ':', '[', ']', '$' and '?': visible ASCII, but

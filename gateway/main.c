@@ -253,7 +253,9 @@ lanes_same(const struct conf *a, const struct conf *b)
 		if (strcmp(x->name, y->name) != 0 || x->subnet.prefix != y->subnet.prefix ||
 		    memcmp(x->subnet.addr, y->subnet.addr, 4) != 0 ||
 		    x->door_forward != y->door_forward || x->door_socks != y->door_socks ||
-		    x->door_intercept != y->door_intercept || x->transparent != y->transparent)
+		    x->door_intercept != y->door_intercept || x->door_dns != y->door_dns ||
+		    x->door_names != y->door_names ||
+		    x->transparent != y->transparent)
 			return false;
 	}
 	return true;

@@ -14,7 +14,7 @@
 #define FW_TABLE     "sluice" /* table inet sluice */
 #define FW_IFPREFIX  "slv"    /* every sandbox link's name starts so */
 #define FW_IFNAMSIZ  16       /* IFNAMSIZ, NUL included */
-#define FW_MAX_PORTS 4        /* door ports per lane */
+#define FW_MAX_PORTS 6        /* door ports per lane */
 
 /* A lane: a network profile sandboxes are attached to. */
 struct fw_lane {
@@ -26,6 +26,11 @@ struct fw_lane {
 	size_t nports;                /* 0 (the `none` lane) .. FW_MAX_PORTS */
 	uint16_t http_port;           /* transparent: tcp/80 -> gateway:http_port; 0: none */
 	uint16_t tls_port;            /* tcp/443 -> gateway:tls_port; 0: none */
+	/* tcp to the synthetic range (any port) -> gateway:names_port, the
+	 * name door (the DNS door's answers); 0: none */
+	uint16_t names_port;
+	struct in_addr synth;         /* the range's network address */
+	uint8_t synth_prefix;
 };
 
 /* One sandbox's counters; tx is what the sandbox sent, rx what it was

@@ -23,16 +23,20 @@
  *     per transparent lane, one rule per port it redirects:
  *     iifname "slv*" ip saddr 10.88.1.0/24 tcp dport 80 dnat ip to 10.88.1.1:3128
  *     iifname "slv*" ip saddr 10.88.1.0/24 tcp dport 443 dnat ip to 10.88.1.1:3129
+ *     per lane with a name door, before those:
+ *     iifname "slv*" ip saddr 10.88.1.0/24 ip daddr 198.18.0.0/15 tcp dnat ip to 10.88.1.1:3130
  *   }
  *   chain input { type filter hook input priority filter (0); policy drop;
  *     iif "lo" accept
  *     ip saddr . ip daddr . tcp dport @doors accept     (with the meta
  *                                 nfproto ipv4 / l4proto tcp dependencies)
+ *     ip saddr . ip daddr . udp dport @doors accept     (the DNS door)
  *   }
  *   chain forward { type filter hook forward priority filter (0); policy drop; }
  *   chain output { type filter hook output priority filter (0); policy accept;
  *     oifname "slv*" counter name ip daddr map @rx
  *     oifname "slv*" ip daddr . ip saddr . tcp sport @doors accept
+ *     oifname "slv*" ip daddr . ip saddr . udp sport @doors accept
  *     oifname "slv*" drop        (a lock cuts open connections both ways)
  *   }
  * }
@@ -829,13 +833,23 @@ m_nfproto(struct nftnl_rule *r, uint32_t op)
 }
 
 static int
-m_tcp(struct nftnl_rule *r)
+m_l4(struct nftnl_rule *r, uint8_t proto)
 {
-	uint8_t v = IPPROTO_TCP;
 	int err = e_meta(r, NFT_META_L4PROTO, R0);
 
-	return err ? err : e_cmp(r, R0, NFT_CMP_EQ, &v, 1);
+	return err ? err : e_cmp(r, R0, NFT_CMP_EQ, &proto, 1);
 }
+
+static int
+m_tcp(struct nftnl_rule *r)
+{
+	return m_l4(r, IPPROTO_TCP);
+}
+
+/* The protocols a door listens on: TCP, and UDP for the DNS door (a
+ * datagram to another door's port finds no socket and is refused by the
+ * stack). */
+static const uint8_t door_tcp = IPPROTO_TCP, door_udp = IPPROTO_UDP;
 
 /* ip saddr <lane subnet> (nothing for /0) */
 static int
@@ -912,9 +926,8 @@ r_input_doors(struct nftnl_rule *r, const void *arg)
 {
 	int err = m_nfproto(r, NFT_CMP_EQ);
 
-	(void)arg;
 	if (!err)
-		err = m_tcp(r);
+		err = m_l4(r, *(const uint8_t *)arg);
 	if (!err)
 		err = e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, IP_SADDR, 4, R0);
 	if (!err)
@@ -926,18 +939,18 @@ r_input_doors(struct nftnl_rule *r, const void *arg)
 	return err ? err : e_verdict(r, NF_ACCEPT);
 }
 
-/* oifname "slv*" ip daddr . ip saddr . tcp sport @doors accept: only a
- * door's answers to an unlocked sandbox leave for its link. */
+/* oifname "slv*" ip daddr . ip saddr . tcp sport @doors accept (and the
+ * udp twin): only a door's answers to an unlocked sandbox leave for its
+ * link. */
 static int
 r_output_doors(struct nftnl_rule *r, const void *arg)
 {
 	int err = m_slv(r, NFT_META_OIFNAME);
 
-	(void)arg;
 	if (!err)
 		err = m_nfproto(r, NFT_CMP_EQ);
 	if (!err)
-		err = m_tcp(r);
+		err = m_l4(r, *(const uint8_t *)arg);
 	if (!err)
 		err = e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, IP_DADDR, 4, R0);
 	if (!err)
@@ -988,6 +1001,34 @@ r_redirect(struct nftnl_rule *r, const void *arg)
 	return err ? err : e_dnat(r, R0, R0 + 1);
 }
 
+/* iifname "slv*" ip saddr <lane> ip daddr <synthetic range> tcp dnat ip to
+ * gateway:names_port: every port of a name the DNS door gave. */
+static int
+r_redirect_names(struct nftnl_rule *r, const void *arg)
+{
+	const struct fw_lane *l = arg;
+	uint16_t to = htons(l->names_port);
+	int err = m_slv(r, NFT_META_IIFNAME);
+
+	if (!err)
+		err = m_nfproto(r, NFT_CMP_EQ);
+	if (!err)
+		err = m_saddr_in(r, l);
+	if (!err)
+		err = e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, IP_DADDR, 4, R0);
+	if (!err && l->synth_prefix < 32)
+		err = e_mask(r, R0, htonl(mask_of(l->synth_prefix)));
+	if (!err)
+		err = e_cmp(r, R0, NFT_CMP_EQ, &l->synth, 4);
+	if (!err)
+		err = m_tcp(r);
+	if (!err)
+		err = e_imm(r, R0, &l->gateway, 4);
+	if (!err)
+		err = e_imm(r, R0 + 1, &to, 2);
+	return err ? err : e_dnat(r, R0, R0 + 1);
+}
+
 typedef int (*rule_fn)(struct nftnl_rule *r, const void *arg);
 
 static int
@@ -1024,7 +1065,11 @@ put_lane_rules(struct fw_batch *b, const struct fw_lane *l)
 	struct redirect http = {l, 80, l->http_port}, tls = {l, 443, l->tls_port};
 	int err = 0;
 
-	if (l->http_port)
+	/* First: a synthetic address's 80 and 443 go to the name door too,
+	 * which knows the name they stand for. */
+	if (l->names_port)
+		err = put_rule(b, "nat_pre", r_redirect_names, l);
+	if (!err && l->http_port)
 		err = put_rule(b, "nat_pre", r_redirect, &http);
 	if (!err && l->tls_port)
 		err = put_rule(b, "nat_pre", r_redirect, &tls);
@@ -1133,11 +1178,15 @@ put_skeleton(struct fw_batch *b, const struct world *w)
 	if (!err)
 		err = put_rule(b, "input", r_input_lo, NULL);
 	if (!err)
-		err = put_rule(b, "input", r_input_doors, NULL);
+		err = put_rule(b, "input", r_input_doors, &door_tcp);
+	if (!err)
+		err = put_rule(b, "input", r_input_doors, &door_udp);
 	if (!err)
 		err = put_rule(b, "output", r_count, NULL);
 	if (!err)
-		err = put_rule(b, "output", r_output_doors, NULL);
+		err = put_rule(b, "output", r_output_doors, &door_tcp);
+	if (!err)
+		err = put_rule(b, "output", r_output_doors, &door_udp);
 	if (!err)
 		err = put_rule(b, "output", r_output_drop, NULL);
 	return err;

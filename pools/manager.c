@@ -658,8 +658,9 @@ boot_one(struct pool_mgr *m, struct pool_sbx *s, char *err, size_t errsz)
 	const struct sbx_backend *be;
 	struct sbx_template *t;
 	struct sbx_spec spec = { 0 };
+	struct sbx_file resolv;
 	const char *env[POOL_NET_ENV_MAX];
-	char addr[32], gw[INET_ADDRSTRLEN], e2[256];
+	char addr[32], gw[INET_ADDRSTRLEN], e2[256], conf[160];
 	int rc, fd;
 
 	rc = template_get(m, &s->bp, &be, &t, err, errsz);
@@ -687,6 +688,16 @@ boot_one(struct pool_mgr *m, struct pool_sbx *s, char *err, size_t errsz)
 		spec.net.address = addr;
 		spec.net.gateway = gw;
 		spec.net.peer_address = gw;
+		if (s->net.dns) {
+			/* The lane's DNS door (docs/network.md): every name the
+			 * guest resolves is answered from its claim's layer. */
+			snprintf(conf, sizeof(conf), "# sluice: the lane's DNS door\n"
+				 "nameserver %s\noptions timeout:2 attempts:2\n", gw);
+			resolv = (struct sbx_file){ .path = "/etc/resolv.conf", .data = conf,
+						    .len = strlen(conf), .mode = 0644 };
+			spec.files = &resolv;
+			spec.nfiles = 1;
+		}
 	} else {
 		spec.net.kind = SBX_NET_NONE;
 		spec.net.peer_netns_fd = -1;

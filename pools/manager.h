@@ -76,6 +76,8 @@ enum pool_end {
 /* What the host's attach gives back. */
 struct pool_netinfo {
 	bool linked;                    /* false: a lane without doors */
+	bool dns;                       /* the gateway answers DNS on port 53:
+					 * the guest's resolv.conf names it */
 	struct in_addr addr, gateway;
 	unsigned prefix;
 	char ifname[16];                /* the link's name in the fleet namespace */

@@ -7,8 +7,8 @@
  *            /etc/passwd, group, hosts; empty /proc /sys /dev /run /tmp
  *            /root /home /var/tmp)
  *   host     busybox as above plus, when the host has them, curl, wget,
- *            python3 (with /usr/lib/python3.11), openssl and git (with
- *            /usr/lib/git-core), each with the shared libraries ldd lists
+ *            python3 (with /usr/lib/python3.11), openssl, git (with
+ *            /usr/lib/git-core) and ssh, each with the shared libraries ldd lists
  *            for it (and for python's lib-dynload modules and git's
  *            git-remote-http helpers), copied to the
  *            same paths; /etc/ssl/certs and /usr/share/ca-certificates
@@ -171,7 +171,7 @@ static const char host_sh[] =
     "T=$1; L=$2\n"
     "cp -a \"$L\"/. \"$T\"/\n"
     "progs=''\n"
-    "for p in curl wget python3 openssl git; do\n"
+    "for p in curl wget python3 openssl git ssh; do\n"
     "  for d in /usr/bin /bin /usr/local/bin; do\n"
     "    if [ -x \"$d/$p\" ] && [ ! -L \"$d/$p\" -o -e \"$d/$p\" ]; then\n"
     "      case \"$(readlink -f \"$d/$p\")\" in */busybox) ;; *) progs=\"$progs $d/$p\"; break;; "
@@ -218,7 +218,8 @@ sbx_vm_tpl_ensure(const struct sbx_template_req *req, struct sbx_vm_tpl **out, c
 	static const char *const host_progs[] = {
 	    "/usr/bin/curl",       "/usr/bin/wget",     "/usr/bin/python3",
 	    "/usr/bin/openssl",    "/usr/bin/git",      "/etc/ssl/certs",
-	    "/usr/lib/python3.11", "/usr/lib/git-core", "/usr/share/ca-certificates"};
+	    "/usr/lib/python3.11", "/usr/lib/git-core", "/usr/share/ca-certificates",
+	    "/usr/bin/ssh"};
 	struct sbx_template_req bb = {.kind = SBX_TEMPLATE_BUSYBOX};
 	struct sbx_template *lower = NULL;
 	struct sbx_vm_tpl *t;

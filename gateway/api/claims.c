@@ -122,6 +122,8 @@ attach_as(struct gw_claims *g, const char *id, const char *lane, const struct in
 		return rc;
 	memset(out, 0, sizeof(*out));
 	out->linked = i.linked;
+	/* (resolv.conf has no port: another port is for clients that say so) */
+	out->dns = i.linked && c->lanes[idx].door_dns == 53;
 	out->addr = i.addr;
 	out->gateway = i.gateway;
 	out->prefix = i.prefix;

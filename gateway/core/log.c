@@ -10,7 +10,9 @@
 #include "conf.h"
 #include "log.h"
 
-#define GW_LOG_LINE 4096
+/* A message's room: an access line at its longest (GW_ACCESS_LINE_MAX)
+ * goes through here when the access log is stderr. */
+#define GW_LOG_LINE 16384
 
 static enum conf_log_level log_level = CONF_LOG_INFO;
 static enum conf_log_format log_format = CONF_LOG_TEXT;

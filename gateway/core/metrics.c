@@ -203,9 +203,9 @@ gw_hist_render(struct gw_mbuf *b, const char *name, const char *labels_text,
 
 /* ---- door decisions --------------------------------------------------- */
 
-/* The doors that call gw_access_write() (fwd.c, socks.c, tls.c); a door
+/* The doors that call gw_access_write() (fwd.c, socks.c, sni.c, dnsd.c); a door
  * added later counts as "other" until it is listed here. */
-static const char *const door_names[] = {"forward", "socks", "tls", "other"};
+static const char *const door_names[] = {"forward", "socks", "sni", "dns", "other"};
 static const char *const decision_names[] = {"allow", "deny", "report", "other"};
 
 #define NDOORS     (sizeof(door_names) / sizeof(door_names[0]))

@@ -6,11 +6,16 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "conn-t.h"
 #include "log.h"
 #include "metrics.h"
 #include "reason.h"
 
 static int access_fd = -2;      /* -2: through the log; -1: off */
+
+/* (keys, quotes and numbers take well under 1024 bytes) */
+_Static_assert(GW_ACCESS_LINE_MAX >= 11 * 300 + GW_CONN_INJECT_MAX + 1024,
+	       "an access line at its longest fits GW_ACCESS_LINE_MAX");
 
 int
 gw_access_setup(const char *dest)
@@ -77,7 +82,9 @@ jstr(const char *s, char *buf, size_t bufsz)
 int
 gw_access_format(const struct gw_access *a, bool json, const char *ts, char *out, size_t outsz)
 {
-	char b[12][300];
+	/* Each field in 300 bytes (a host name, an address, a name), but
+	 * inject=, which holds every name a request got (conn-t.h). */
+	char b[11][300], inj[GW_CONN_INJECT_MAX];
 	int n;
 
 	if (json)
@@ -97,7 +104,7 @@ gw_access_format(const struct gw_access *a, bool json, const char *ts, char *out
 			     (unsigned long long)a->duration_ms, jstr(a->mode, b[6], sizeof(b[6])),
 			     jstr(a->sni, b[7], sizeof(b[7])), jstr(a->alpn_down, b[8], sizeof(b[8])),
 			     jstr(a->alpn_up, b[9], sizeof(b[9])), jstr(a->layer, b[10], sizeof(b[10])),
-			     jstr(a->inject, b[11], sizeof(b[11])));
+			     jstr(a->inject, inj, sizeof(inj)));
 	else
 		n = snprintf(out, outsz,
 			     "access door=%s client=%s src=%s policy=%s method=%s host=%s port=%u "
@@ -112,14 +119,14 @@ gw_access_format(const struct gw_access *a, bool json, const char *ts, char *out
 			     (unsigned long long)a->duration_ms, token(a->mode, b[6], sizeof(b[6])),
 			     token(a->sni, b[7], sizeof(b[7])), token(a->alpn_down, b[8], sizeof(b[8])),
 			     token(a->alpn_up, b[9], sizeof(b[9])), token(a->layer, b[10], sizeof(b[10])),
-			     token(a->inject, b[11], sizeof(b[11])));
+			     token(a->inject, inj, sizeof(inj)));
 	return n > 0 && (size_t)n < outsz ? n : -1;
 }
 
 void
 gw_access_write(const struct gw_access *a)
 {
-	char line[4096], ts[40];
+	char line[GW_ACCESS_LINE_MAX], ts[40];
 	int fd = __atomic_load_n(&access_fd, __ATOMIC_ACQUIRE);
 	int n;
 

@@ -33,6 +33,10 @@ struct gw_access {
 	const char *inject;             /* credential names injected, or NULL */
 };
 
+/* A line's room: eleven fields of at most 300 bytes, the names and the
+ * numbers, and an inject= list at its longest (GW_CONN_INJECT_MAX). */
+#define GW_ACCESS_LINE_MAX 16384
+
 /* Where lines go: "stderr" (through the daemon's log, in its format),
  * "off", or a file path (opened for appending). 0 or -errno. Call before
  * the workers start, or from the thread that owns the reload. */

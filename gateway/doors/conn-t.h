@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "addr-t.h"
+#include "conf-t.h"
 #include "dial-t.h"
 #include "lanes.h"
 #include "loop-t.h"
@@ -67,6 +68,12 @@ enum gw_conn_mode {
  * "http/1.1" is ever agreed today; a longer name is cut). */
 #define GW_CONN_ALPN_MAX 32
 
+/* Credentials one request may get (inject.h), and the inject= list that
+ * names them all (gw_conn_req_inject()): every name at its longest, a ','
+ * after each but the last, and the NUL. */
+#define GW_INJECT_MAX 24     /* a policy's and a tenant's (16) together */
+#define GW_CONN_INJECT_MAX (GW_INJECT_MAX * (CONF_CRED_NAME_MAX + 1))
+
 /* What one access line reports: the request or tunnel under way. The
  * connection's TLS facts (sni, alpn_down, alpn_up, and an intercept mode)
  * hold for every line of the connection: gw_conn_req_begin() keeps them. */
@@ -85,9 +92,12 @@ struct gw_conn_req {
 	uint64_t bytes_in;              /* from the client */
 	uint64_t bytes_out;             /* to the client */
 	enum gw_conn_mode mode;
-	/* The credentials this request got (their names, ','-separated; never a
-	 * value): inject.h. */
-	char inject[160];
+	/* The credentials this request got, each once, in the order applied
+	 * (inject.h); the line names them, never a value. Borrowed from
+	 * c->policy, which outlives the line (its name and version are in it
+	 * too). */
+	const struct conf_credential *inject[GW_INJECT_MAX];
+	unsigned ninject;
 	/* The connection's TLS facts, last: gw_conn_req_begin() clears what
 	 * comes before sni only. */
 	char sni[GW_HOST_MAX];          /* the guest's ClientHello's server name; "": none read */

@@ -170,6 +170,34 @@ gw_conn_req_begin(struct gw_conn *c, const char *method)
 	c->req.t_start = gw_loop_now(c->w->loop);
 }
 
+void
+gw_conn_req_inject(const struct gw_conn_req *r, char *out, size_t outsz)
+{
+	unsigned n = r->ninject < GW_INJECT_MAX ? r->ninject : GW_INJECT_MAX;
+	size_t o = 0, need = 0;
+
+	if (outsz == 0)
+		return;
+	out[0] = '\0';
+	for (unsigned i = 0; i < n; i++)
+		need += (i > 0) + strlen(r->inject[i]->name);
+	for (unsigned i = 0; i < n; i++) {
+		const char *name = r->inject[i]->name;
+		size_t nl = strlen(name), sep = i > 0;
+
+		/* All of it, or as many as leave room for "...". */
+		if (need + 1 > outsz && o + sep + nl + 4 + 1 > outsz) {
+			if (o + sep + 3 + 1 <= outsz)
+				memcpy(out + o, sep ? ",..." : "...", sep + 3 + 1);
+			return;
+		}
+		if (sep)
+			out[o++] = ',';
+		memcpy(out + o, name, nl + 1);
+		o += nl;
+	}
+}
+
 const char *
 gw_conn_mode_name(enum gw_conn_mode m)
 {
@@ -200,6 +228,7 @@ gw_conn_log(struct gw_conn *c, enum gw_reason why)
 	const struct conf_gateway *g = gw_conn_gateway(c);
 	struct gw_conn_req *r = &c->req;
 	enum gw_reason reason = r->reason != GW_R_NONE ? r->reason : why;
+	char inject[GW_CONN_INJECT_MAX];
 	struct gw_access a = {
 		.door = c->door->name,
 		.client = c->client_idx >= 0 ? g->clients[c->client_idx].name
@@ -222,11 +251,14 @@ gw_conn_log(struct gw_conn *c, enum gw_reason why)
 		.alpn_down = r->alpn_down[0] ? r->alpn_down : NULL,
 		.alpn_up = r->alpn_up[0] ? r->alpn_up : NULL,
 		.layer = c->policy ? gw_policy_version(c->policy) : NULL,
-		.inject = r->inject[0] ? r->inject : NULL,
+		.inject = inject,
 	};
 
 	if (!r->open)
 		return;
+	gw_conn_req_inject(r, inject, sizeof(inject));
+	if (!inject[0])
+		a.inject = NULL;
 	r->open = false;
 	gw_access_write(&a);
 }

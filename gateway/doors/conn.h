@@ -43,6 +43,12 @@ const struct conf_gateway *gw_conn_gateway(const struct gw_conn *c);
  * reports the rule's reason. */
 void gw_conn_log(struct gw_conn *c, enum gw_reason why);
 
+/* inject= of r: its credentials' names, ','-separated, into out (outsz
+ * bytes, GW_CONN_INJECT_MAX holds every one); "" for none. A name that
+ * does not fit ends the list with "..." rather than going missing
+ * unseen. */
+void gw_conn_req_inject(const struct gw_conn_req *r, char *out, size_t outsz);
+
 /* Starts a new line: clears c->req but for the connection's TLS facts
  * (sni, alpn_down, alpn_up, and mode when it is intercept), and marks a
  * line owed from now. */

@@ -14,10 +14,12 @@
 /* The exchange's states: the door's state enum for every door that is
  * "a transport + the exchange".
  *
- *   HEAD ──▶ DIALING ──▶ EXCHANGE ──▶ HEAD (keep-alive)
- *     │         │           └──────▶ TUNNEL (CONNECT, 101)
- *     └─────────┴──▶ REFUSE ──▶ LINGER ──▶ closed
- */
+ *   HEAD ──▶ (HOLD) ──▶ DIALING ──▶ EXCHANGE ──▶ HEAD (keep-alive)
+ *     │        │           │           └──────▶ TUNNEL (CONNECT, 101)
+ *     └────────┴───────────┴──▶ REFUSE ──▶ LINGER ──▶ closed
+ *
+ * HOLD: the request's body is read whole before anything is dialled,
+ * because its head can only be signed once the body is known (hold.h). */
 #define GW_H1X_STATES(X)                                                     \
 	X(HEAD, "head")                                                      \
 	X(DIALING, "dialing")           /* resolve, check, connect */        \
@@ -28,7 +30,8 @@
 	X(TLS_UP, "tls-up")             /* intercept: TLS to the origin */   \
 	X(TLS_HELLO, "tls-hello")       /* intercept: the guest's hello */   \
 	X(TLS_DOWN, "tls-down")         /* intercept: TLS with the guest */  \
-	X(SNI_PEEK, "sni-peek")         /* an IP literal: the hello's name */
+	X(SNI_PEEK, "sni-peek")         /* an IP literal: the hello's name */ \
+	X(HOLD, "hold")                 /* the body, read to sign the head */
 
 enum gw_h1x_state {
 #define GW_H1X_STATE_ENUM(id, name) H1X_##id,
@@ -80,8 +83,8 @@ struct gw_h1x_clock {
 
 /* The credentials the request under way gets (inject.h): planned before
  * the dial, applied when its head is rebuilt for an origin reached over
- * sluice's own verified TLS (or in the clear, for those that say so). */
-#define GW_INJECT_MAX 8
+ * sluice's own verified TLS (or in the clear, for those that say so); at
+ * most GW_INJECT_MAX (conn-t.h). */
 struct gw_inject {
 	const struct conf_credential *c[GW_INJECT_MAX];
 	size_t n;
@@ -94,6 +97,15 @@ struct gw_inject {
 	char *authz;
 	size_t authz_len;
 	const struct gw_h1_header *authz_h;     /* the field it replaces */
+	bool s3;                        /* the scope's service: S3's path rules */
+	/* SigV4 without X-Amz-Content-SHA256 (every service but S3): the
+	 * signature covers SHA-256 of the body, so the exchange holds the body
+	 * (hold.h) and signs when it is whole (gw_inject_sign_held()). */
+	bool hold;
+	struct gw_h1_body held;         /* its framing, checked as it comes */
+	size_t held_at;                 /* up.buf offset: the body's first byte */
+	size_t held_to;                 /* ... and the first not checked yet */
+	bool continued;                 /* our 100 Continue is queued */
 };
 
 /* How an exchange's connection came in: the forward door's own (its

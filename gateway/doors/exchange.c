@@ -23,6 +23,7 @@
 #include "deadline.h"
 #include "dial.h"
 #include "exchange.h"
+#include "hold.h"
 #include "message.h"
 #include "http1.h"
 #include "inject.h"
@@ -64,7 +65,12 @@ status_text(unsigned status)
 	case 403: return "Forbidden";
 	case 405: return "Method Not Allowed";
 	case 407: return "Proxy Authentication Required";
-	case 408: return "Request Timeout";
+	/* An exchange's deadlines follow what it waits on (deadline.h); for a
+	 * head or a held body, any byte in or out is activity. */
+	if (c->state == H1X_EXCHANGE)
+		gw_h1x_deadline_arm(x);
+	else if ((c->state == H1X_HEAD || c->state == H1X_HOLD) &&
+		 io != x->up.in + x->up.out + x->down.in + x->down.out)
 	case 421: return "Misdirected Request";
 	case 431: return "Request Header Fields Too Large";
 	case 501: return "Not Implemented";
@@ -338,6 +344,18 @@ h1x_request(struct gw_h1x *x)
 	x->is_upgrade = !x->is_connect && is_websocket_upgrade(&x->reqh);
 	if (x->reqh.upgrade && !x->is_upgrade)
 		gw_log_debug("forward %s: dropping a non-WebSocket Upgrade", c->src);
+	/* A request SigV4 signs over its body is signed once that is read. */
+	if (x->inj.hold) {
+		gw_hold_start(x);
+		return;
+	}
+	gw_h1x_forward(x);
+}
+
+void
+gw_h1x_forward(struct gw_h1x *x)
+{
+	struct gw_conn *c = &x->base;
 
 	/* Keep-alive reuse: same origin, same client identity. */
 	if (c->up.x && x->u_idle && !x->is_connect && x->u_port == c->req.port &&
@@ -495,6 +513,9 @@ h1x_exchange_done(struct gw_conn *c)
 	/* What the client sent after this request is the next one. */
 	x->up.wpos = x->up.fend = x->up.parsed;
 	gw_half_compact(&x->up);
+	/* A body held to sign its request (hold.h) grew the buffer: back
+	 * to a head's size while the connection idles. */
+	gw_half_shrink(&x->up, gw_conn_gateway(c)->max_header_bytes + H1X_BUF);
 	gw_half_reset(&x->up);
 	gw_half_reset(&x->down);
 	x->down.len = x->down.parsed = x->down.wpos = x->down.fend = 0;
@@ -803,6 +824,11 @@ gw_h1x_run(struct gw_conn *c)
 		case H1X_EXCHANGE:
 			again = h1x_run_exchange(c, &cev, &uev);
 			break;
+		case H1X_HOLD:
+			again = gw_hold_run(x, &cev);
+			if (c->state == H1X_HOLD && c->up.x)
+				uev = EPOLLIN;  /* notice an idle upstream closing */
+			break;
 		case H1X_TUNNEL:
 			gw_conn_tunnel_run(c);
 			return;
@@ -865,10 +891,11 @@ gw_h1x_run(struct gw_conn *c)
 		uev = c->up.x ? EPOLLIN | EPOLLOUT : 0;
 	}
 	/* An exchange's deadlines follow what it waits on (deadline.h); for a
-	 * head, any byte in or out is activity. */
+	 * head or a held body, any byte in or out is activity. */
 	if (c->state == H1X_EXCHANGE)
 		gw_h1x_deadline_arm(x);
-	else if (c->state == H1X_HEAD && io != x->up.in + x->up.out + x->down.in + x->down.out)
+	else if ((c->state == H1X_HEAD || c->state == H1X_HOLD) &&
+		 io != x->up.in + x->up.out + x->down.in + x->down.out)
 		h1x_touch(c);
 	gw_conn_watch(c, cev, uev);
 }
@@ -897,7 +924,7 @@ gw_h1x_event(struct gw_conn *c, bool upstream, uint32_t events)
 		h1x_upstream_failed(c, err);
 		return c->state == H1X_REFUSE;
 	}
-	if (c->state == H1X_HEAD && x->u_idle &&
+	if ((c->state == H1X_HEAD || c->state == H1X_HOLD) && x->u_idle &&
 	    (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) &&
 	    !((events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) == 0 && upstream_fit(c))) {
 		/* An idle upstream connection spoke or closed: it cannot

@@ -52,6 +52,11 @@ void gw_h1x_refuse(struct gw_h1x *x, unsigned status, enum gw_reason reason, con
 void gw_h1x_fail(struct gw_h1x *x, unsigned status, enum gw_reason reason, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* The request is routed, planned and, if its body had to be held first,
+ * signed (hold.h): carries it over the idle upstream connection of the
+ * same origin and client, or dials. */
+void gw_h1x_forward(struct gw_h1x *x);
+
 /* The request is routed and the upstream connected: rebuild its head
  * and relay (state EXCHANGE). */
 void gw_h1x_start_exchange(struct gw_h1x *x);

@@ -35,6 +35,7 @@ planned(const struct gw_inject *inj, const struct conf_credential *c)
 struct plan {
 	struct gw_inject *inj;
 	bool tls;
+	bool overflow;          /* more credentials than a request may carry */
 };
 
 static int
@@ -43,8 +44,12 @@ plan_one(const struct conf_credential *c, void *arg)
 	struct plan *p = arg;
 	struct gw_inject *inj = p->inj;
 
-	if ((!p->tls && !c->cleartext) || inj->n == GW_INJECT_MAX)
+	if (!p->tls && !c->cleartext)
 		return 0;
+	if (inj->n == GW_INJECT_MAX) {
+		p->overflow = true;
+		return 1;       /* (stops the walk) */
+	}
 	inj->c[inj->n++] = c;
 	/* What it adds to the head (the query's to the target too): the
 	 * field and its value, Basic's base64 of user:password (a third
@@ -207,6 +212,114 @@ check_span(struct gw_h1x *x, const char *p, size_t n, const char *where, int *co
 	return 0;
 }
 
+/* Signs x's request again (x->inj.sigv4, x->inj.authz_h) with payload
+ * as its hashed payload (NULL: X-Amz-Content-SHA256's value). 0, or -1
+ * after refusing. */
+static int
+sign(struct gw_h1x *x, const char *payload)
+{
+	const struct conf_credential *cr = x->inj.sigv4;
+	const struct gw_h1_header *h = x->inj.authz_h;
+	struct gw_sigv4_request rq;
+	char err[256];
+	enum gw_sigv4_result r;
+
+	memset(&rq, 0, sizeof(rq));
+	rq.method = x->reqh.method;
+	rq.path = x->target.path;
+	if (x->target.has_query)
+		rq.query = x->target.query;
+	rq.headers = x->reqh.headers;
+	rq.nheaders = x->reqh.nheaders;
+	if (payload)
+		rq.payload_hash = (struct gw_h1_span){ payload, strlen(payload) };
+	rq.s3 = x->inj.s3;
+	x->inj.authz_len = 0;
+	if (!(x->inj.authz = malloc(8192))) {
+		gw_h1x_refuse(x, 503, GW_R_INTERNAL, "out of memory");
+		return -1;
+	}
+	r = gw_sigv4_resign(h->value.p, h->value.len, &rq, cr->user, strlen(cr->user),
+			    cr->value.value, cr->value.len, x->inj.authz, 8192, &x->inj.authz_len, err,
+			    sizeof(err));
+	if (r != GW_SIGV4_OK) {
+		free(x->inj.authz);
+		x->inj.authz = NULL;
+		gw_h1x_refuse(x, r == GW_SIGV4_UNSUPPORTED ? 501 : 400,
+			      r == GW_SIGV4_UNSUPPORTED ? GW_R_UNSUPPORTED : GW_R_BAD_REQUEST,
+			      "cannot sign this request again (sigv4): %s", err);
+		return -1;
+	}
+	x->inj.extra += x->inj.authz_len;
+	return 0;
+}
+
+int
+gw_inject_too_large(struct gw_h1x *x)
+{
+	gw_h1x_refuse(x, 413, GW_R_SIGV4_BODY_TOO_LARGE,
+		      "a SigV4 request without X-Amz-Content-SHA256 is signed over its body, which "
+		      "sluice reads first, up to %u bytes (and %u of chunk framing): send less, or "
+		      "sign with X-Amz-Content-SHA256: UNSIGNED-PAYLOAD where the service takes it (S3)",
+		      (unsigned)GW_INJECT_HOLD_MAX, (unsigned)GW_INJECT_HOLD_FRAMING);
+	return -1;
+}
+
+/* hex(SHA-256) of the payload of the held body raw[0..n) (framed as
+ * x->reqh says: its data, without chunk framing or trailers) into out.
+ * 0, -EFBIG past GW_INJECT_HOLD_MAX payload bytes, -EPROTO (the framing
+ * was checked as it came: not expected), or -ENOMEM. */
+static int
+body_hash(const struct gw_h1x *x, const char *raw, size_t n, char out[GW_SIGV4_SIG_LEN + 1])
+{
+	static const char hexd[] = "0123456789abcdef";
+	struct gw_h1_body b;
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned int dl = 0;
+	size_t at = 0;
+	uint64_t total = 0;
+	int rc = -ENOMEM;
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+
+	if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+		goto out;
+	gw_h1_body_init(&b, x->reqh.body, x->reqh.content_length, GW_H1_DECODE);
+	for (;;) {
+		struct gw_h1_span data = { NULL, 0 };
+		size_t used = 0;
+		enum gw_h1_result r = gw_h1_body_feed(&b, raw + at, n - at, &used, &data);
+
+		if (r == GW_H1_ERROR) {
+			rc = -EPROTO;
+			goto out;
+		}
+		if ((total += data.len) > GW_INJECT_HOLD_MAX) {
+			rc = -EFBIG;
+			goto out;
+		}
+		if (data.len && !EVP_DigestUpdate(md, data.p, data.len))
+			goto out;
+		at += used;
+		if (r == GW_H1_DONE)
+			break;
+		if (at == n || used == 0) {
+			rc = -EPROTO;   /* cut short (the hold saw it end): not expected */
+			goto out;
+		}
+	}
+	if (!EVP_DigestFinal_ex(md, d, &dl) || dl != 32)
+		goto out;
+	for (unsigned i = 0; i < dl; i++) {
+		out[2 * i] = hexd[d[i] >> 4];
+		out[2 * i + 1] = hexd[d[i] & 15];
+	}
+	out[2 * dl] = '\0';
+	rc = 0;
+out:
+	EVP_MD_CTX_free(md);
+	return rc;
+}
+
 /* SigV4 (AWS): an Authorization a guest signed with this layer's
  * placeholder access key id is signed again with the real keys, now, so
  * that a request sluice cannot sign is refused before anything is dialled.
@@ -218,7 +331,6 @@ plan_sigv4(struct gw_h1x *x)
 	const struct gw_h1_header *h = NULL;
 	const struct conf_credential *cr = NULL;
 	struct gw_sigv4_auth a;
-	struct gw_sigv4_request rq;
 	char akid[GW_POLICY_AKID_LEN], err[256];
 	enum gw_sigv4_result r;
 
@@ -253,34 +365,45 @@ plan_sigv4(struct gw_h1x *x)
 		return violation(x, cr ? "a placeholder access key id that is not its layer's"
 				       : "a placeholder access key id out of its credential's scope",
 				 "the SigV4 Authorization");
-	memset(&rq, 0, sizeof(rq));
-	rq.method = x->reqh.method;
-	rq.path = x->target.path;
-	if (x->target.has_query)
-		rq.query = x->target.query;
-	rq.headers = x->reqh.headers;
-	rq.nheaders = x->reqh.nheaders;
-	rq.s3 = strcmp(a.service, "s3") == 0;
-	x->inj.authz_len = 0;
-	if (!(x->inj.authz = malloc(8192))) {
-		gw_h1x_refuse(x, 503, GW_R_INTERNAL, "out of memory");
-		return -1;
-	}
-	r = gw_sigv4_resign(h->value.p, h->value.len, &rq, cr->user, strlen(cr->user),
-			    cr->value.value, cr->value.len, x->inj.authz, 8192, &x->inj.authz_len, err,
-			    sizeof(err));
-	if (r != GW_SIGV4_OK) {
-		free(x->inj.authz);
-		x->inj.authz = NULL;
-		gw_h1x_refuse(x, r == GW_SIGV4_UNSUPPORTED ? 501 : 400,
-			      r == GW_SIGV4_UNSUPPORTED ? GW_R_UNSUPPORTED : GW_R_BAD_REQUEST,
-			      "cannot sign this request again (sigv4): %s", err);
-		return -1;
-	}
+	x->inj.s3 = strcmp(a.service, "s3") == 0;
 	x->inj.sigv4 = cr;
 	x->inj.authz_h = h;
-	x->inj.extra += x->inj.authz_len;
-	return 0;
+	/* A client that sends no X-Amz-Content-SHA256 (every service but S3)
+	 * signed hex(SHA-256(body)): sign now when there is no body, refuse
+	 * one announced past the bound, and hold any other. */
+	if (!gw_h1_header_find(&x->reqh, "X-Amz-Content-SHA256")) {
+		char empty[GW_SIGV4_SIG_LEN + 1];
+
+		if (x->reqh.body == GW_H1_BODY_NONE ||
+		    (x->reqh.body == GW_H1_BODY_LENGTH && x->reqh.content_length == 0)) {
+			if (gw_sigv4_payload_hash("", 0, empty) != GW_SIGV4_OK) {
+				gw_h1x_refuse(x, 503, GW_R_INTERNAL, "libcrypto: SHA-256 failed");
+				return -1;
+			}
+			return sign(x, empty);
+		}
+		if (x->reqh.body == GW_H1_BODY_LENGTH && x->reqh.content_length > GW_INJECT_HOLD_MAX)
+			return gw_inject_too_large(x);
+		x->inj.hold = true;
+		return 0;
+	}
+	return sign(x, NULL);
+}
+
+int
+gw_inject_sign_held(struct gw_h1x *x, const char *body, size_t n)
+{
+	char hash[GW_SIGV4_SIG_LEN + 1];
+	int r = body_hash(x, body, n, hash);
+
+	if (r == -EFBIG)
+		return gw_inject_too_large(x);
+	if (r < 0) {
+		gw_h1x_refuse(x, 503, GW_R_INTERNAL, "libcrypto: SHA-256 failed");
+		return -1;
+	}
+	x->inj.hold = false;
+	return sign(x, hash);
 }
 
 int
@@ -295,9 +418,16 @@ gw_inject_plan(struct gw_h1x *x)
 
 	free(x->inj.authz);
 	memset(&x->inj, 0, sizeof(x->inj));
-	c->req.inject[0] = '\0';
+	c->req.ninject = 0;
 	if (!x->is_connect && !trace)
 		gw_policy_credentials(c->policy, c->req.host, c->req.port, plan_one, &p);
+	/* Never a credential quietly left out. */
+	if (p.overflow) {
+		gw_h1x_refuse(x, 500, GW_R_INTERNAL,
+			      "more than %d credentials match %s:%u: sluice adds at most that many "
+			      "to one request", GW_INJECT_MAX, c->req.host, c->req.port);
+		return -1;
+	}
 	/* A tenant's credential that did not survive a restart: the request
 	 * would go without it (or with a sentinel left in) and fail at the
 	 * origin for no reason the guest can see. Say so instead. */
@@ -315,8 +445,6 @@ gw_inject_plan(struct gw_h1x *x)
 	 * field (Upgrade is written as it came). */
 	if (target_has(x->reqh.target.p, x->reqh.target.len, PREFIX, PREFIX_LEN))
 		return violation(x, "a sentinel", "the request-target");
-	if (plan_sigv4(x) < 0)
-		return -1;
 	for (size_t i = 0; i < x->reqh.nheaders; i++) {
 		const struct gw_h1_header *h = &x->reqh.headers[i];
 		unsigned char dec[3 * 2048 + 3];
@@ -336,7 +464,9 @@ gw_inject_plan(struct gw_h1x *x)
 				return -1;
 		}
 	}
-	return 0;
+	/* Last: every sentinel out of place is found (and logged) before a
+	 * request is refused for what SigV4 cannot sign. */
+	return plan_sigv4(x);
 }
 
 /* ---- the rebuilt head ---- */
@@ -401,36 +531,18 @@ strips(const struct gw_h1x *x, const struct gw_h1_header *h)
 	return false;
 }
 
-/* Is name an item of the ','-separated list? (Names have no ','.) */
-static bool
-listed(const char *list, const char *name)
-{
-	size_t nl = strlen(name);
-
-	for (const char *p = list; *p;) {
-		size_t il = strcspn(p, ",");
-
-		if (il == nl && memcmp(p, name, nl) == 0)
-			return true;
-		p += il + (p[il] == ',');
-	}
-	return false;
-}
-
-/* Marks c as used in this request's inject= list. */
+/* Marks cr as used in this request's inject= list, once. (Every credential
+ * noted is one of the plan's, GW_INJECT_MAX at most: the list has room.) */
 static void
 note(struct gw_h1x *x, const struct conf_credential *cr)
 {
-	struct gw_conn *c = &x->base;
-	size_t l = strlen(c->req.inject), nl = strlen(cr->name);
+	struct gw_conn_req *r = &x->base.req;
 
-	if (listed(c->req.inject, cr->name))
-		return;
-	if (l + nl + 2 > sizeof(c->req.inject))
-		return;
-	if (l)
-		c->req.inject[l++] = ',';
-	memcpy(c->req.inject + l, cr->name, nl + 1);
+	for (unsigned i = 0; i < r->ninject; i++)
+		if (r->inject[i] == cr)
+			return;
+	if (r->ninject < GW_INJECT_MAX)
+		r->inject[r->ninject++] = cr;
 }
 
 static void
@@ -459,7 +571,11 @@ gw_inject_header(struct gw_h1x *x, struct gw_h1_writer *wr, const struct gw_h1_h
 
 	if (strips(x, h))
 		return;
-	if (x->inj.authz && h == x->inj.authz_h) {
+	if (x->inj.sigv4 && h == x->inj.authz_h) {
+		/* (not signed: a held body never came; the placeholder-signed
+		 * value is not sent instead) */
+		if (!x->inj.authz)
+			return;
 		gw_h1_write_header(wr, h->name, (struct gw_h1_span){ x->inj.authz, x->inj.authz_len });
 		note(x, x->inj.sigv4);
 		free(x->inj.authz);
@@ -548,6 +664,39 @@ unreserved(unsigned char ch)
 	       ch == '-' || ch == '.' || ch == '_' || ch == '~';
 }
 
+static int
+hexdig(char ch)
+{
+	return ch >= '0' && ch <= '9'	? ch - '0'
+	       : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+	       : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+					: -1;
+}
+
+/* Is q[0..n), a parameter's name as the client spelled it, the name
+ * `name` once its %XX are decoded? An origin decodes the name before it
+ * looks it up, so "api%5Fkey" is api_key, and a client copy spelled so
+ * must go too. (A '%' without two hex digits stands for itself.) */
+static bool
+name_is(const char *q, size_t n, const char *name)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++, k++) {
+		int hi, lo;
+		char ch = q[i];
+
+		if (ch == '%' && i + 2 < n && (hi = hexdig(q[i + 1])) >= 0 &&
+		    (lo = hexdig(q[i + 2])) >= 0) {
+			ch = (char)(hi << 4 | lo);
+			i += 2;
+		}
+		if (name[k] == '\0' || name[k] != ch)
+			return false;
+	}
+	return name[k] == '\0';
+}
+
 /* Is the parameter at q[0..n) ("name" or "name=value") one a planned
  * query credential sets? */
 static bool
@@ -559,7 +708,7 @@ param_planned(const struct gw_h1x *x, const char *q, size_t n)
 	for (size_t i = 0; i < x->inj.n; i++) {
 		const struct conf_credential *c = x->inj.c[i];
 
-		if (c->kind == CONF_CRED_QUERY && strlen(c->param) == nl && memcmp(c->param, q, nl) == 0)
+		if (c->kind == CONF_CRED_QUERY && name_is(q, nl, c->param))
 			return true;
 	}
 	return false;

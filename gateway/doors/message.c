@@ -44,6 +44,19 @@ gw_half_compact(struct gw_h1x_half *h)
 }
 
 void
+gw_half_shrink(struct gw_h1x_half *h, size_t cap)
+{
+	char *b;
+
+	if (h->cap <= cap || h->len > cap)
+		return;
+	if (!(b = realloc(h->buf, cap)))
+		return;         /* (keeping the bigger one is no harm) */
+	h->buf = b;
+	h->cap = cap;
+}
+
+void
 gw_half_reset(struct gw_h1x_half *h)
 {
 	if (h->hsecret && h->hbuf)

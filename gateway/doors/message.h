@@ -19,6 +19,9 @@ struct gw_xprt;
 int gw_half_reserve(struct gw_h1x_half *h, size_t want);
 /* Drops the bytes already written, so reads have room. */
 void gw_half_compact(struct gw_h1x_half *h);
+/* Gives back what the buffer holds beyond cap bytes, when its bytes fit
+ * (after gw_half_compact(); nothing may point into it). */
+void gw_half_shrink(struct gw_h1x_half *h, size_t cap);
 /* Forgets the rebuilt head and the message's progress. */
 void gw_half_reset(struct gw_h1x_half *h);
 void gw_half_free(struct gw_h1x_half *h);

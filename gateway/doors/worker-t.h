@@ -12,6 +12,7 @@
 
 struct gw_conn;
 struct gw_dns;
+struct gw_worker_dns;
 struct gw_tls_ctx;
 
 /* The doors. A host door (gateway.listen) serves static clients; a lane
@@ -21,6 +22,9 @@ enum gw_door_kind {
 	GW_DOOR_FORWARD = 0,
 	GW_DOOR_SOCKS,
 	GW_DOOR_SNI,                    /* lane SNI door: guest TCP/443, by server name */
+	GW_DOOR_DNS,                    /* lane DNS door over TCP */
+	GW_DOOR_DNS_UDP,                /* lane DNS door over UDP (no accept) */
+	GW_DOOR_NAMES,                  /* lane name door: TCP to a synthetic address */
 };
 
 struct gw_worker;
@@ -42,6 +46,7 @@ struct gw_worker {
 	pthread_t thread;
 	struct gw_loop *loop;
 	struct gw_dns *dns;
+	struct gw_worker_dns *dnsd;     /* the DNS door's TCP connections */
 	struct gw_listener *ls;         /* every door this worker accepts on */
 	size_t nls;
 	int stop_fd;                    /* an eventfd: stop the loop */

@@ -13,6 +13,8 @@
 #include "addr.h"
 #include "conn.h"
 #include "dns.h"
+#include "dnsd.h"
+#include "named.h"
 #include "fleet.h"
 #include "intercept.h"
 #include "fwd.h"
@@ -34,20 +36,23 @@ static const char *const door_names[] = {
 	[GW_DOOR_FORWARD] = "forward",
 	[GW_DOOR_SOCKS] = "socks",
 	[GW_DOOR_SNI] = "sni",
+	[GW_DOOR_DNS] = "dns",
+	[GW_DOOR_DNS_UDP] = "dns",
+	[GW_DOOR_NAMES] = "names",
 };
 
 /* A listening socket on sa, made in the fleet namespace when there is a
  * fleet (a lane door) or here (a host door). */
 static int
 listen_on(struct gw_fleet *fleet, const struct sockaddr *sa, socklen_t salen, const char *what,
-	  char *err, size_t errsz)
+	  bool udp, char *err, size_t errsz)
 {
-	int fd, one = 1;
+	int fd, one = 1, type = udp ? SOCK_DGRAM : SOCK_STREAM;
 
 	if (fleet)
-		fd = gw_fleet_socket(fleet, sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		fd = gw_fleet_socket(fleet, sa->sa_family, type | SOCK_NONBLOCK, 0);
 	else
-		fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		fd = socket(sa->sa_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		errno = fleet ? -fd : errno;
 		goto fail;
@@ -57,7 +62,7 @@ listen_on(struct gw_fleet *fleet, const struct sockaddr *sa, socklen_t salen, co
 		goto fail;
 	if (bind(fd, sa, salen) < 0)
 		goto fail;
-	if (listen(fd, 4096) < 0)
+	if (!udp && listen(fd, 4096) < 0)
 		goto fail;
 	return fd;
 fail:
@@ -94,8 +99,26 @@ on_accept(struct gw_loop *l, struct gw_io *io, uint32_t events)
 		case GW_DOOR_SNI:
 			gw_sni_accept(w, fd, ls->lane);
 			break;
+		case GW_DOOR_DNS:
+			gw_dnsd_tcp_accept(w->dnsd, fd, ls->lane);
+			break;
+		case GW_DOOR_DNS_UDP:
+			close(fd);      /* (never: no accept on a datagram socket) */
+			break;
+		case GW_DOOR_NAMES:
+			gw_named_accept(w, fd, ls->lane);
+			break;
 		}
 	}
+}
+
+static void
+on_datagram(struct gw_loop *l, struct gw_io *io, uint32_t events)
+{
+	struct gw_listener *ls = io->arg;
+
+	(void)events;
+	gw_dnsd_udp_ready(l, io->fd, ls->lane);
 }
 
 /* Adds one listener to w. */
@@ -108,11 +131,12 @@ add_listener(struct gw_worker *w, struct gw_fleet *fleet, enum gw_door_kind kind
 	ls->w = w;
 	ls->kind = kind;
 	ls->lane = lane;
-	ls->fd = listen_on(fleet, sa, salen, what, err, errsz);
+	ls->fd = listen_on(fleet, sa, salen, what, kind == GW_DOOR_DNS_UDP, err, errsz);
 	if (ls->fd < 0)
 		return -1;
 	w->nls++;
-	if (gw_io_add(w->loop, &ls->io, ls->fd, EPOLLIN, on_accept, ls) < 0) {
+	if (gw_io_add(w->loop, &ls->io, ls->fd, EPOLLIN,
+		      kind == GW_DOOR_DNS_UDP ? on_datagram : on_accept, ls) < 0) {
 		snprintf(err, errsz, "epoll: %s", strerror(errno));
 		return -1;
 	}
@@ -126,7 +150,7 @@ add_listeners(struct gw_worker *w, const struct conf *c, struct gw_fleet *fleet,
 {
 	const struct conf_hostport *hp[2] = { &c->gateway.listen_forward, &c->gateway.listen_socks };
 
-	w->ls = calloc(2 + 3 * c->nlanes, sizeof(*w->ls));
+	w->ls = calloc(2 + 6 * c->nlanes, sizeof(*w->ls));
 	if (!w->ls) {
 		snprintf(err, errsz, "out of memory");
 		return -1;
@@ -144,23 +168,26 @@ add_listeners(struct gw_worker *w, const struct conf *c, struct gw_fleet *fleet,
 	}
 	for (size_t i = 0; fleet && i < c->nlanes; i++) {
 		const struct conf_lane *l = &c->lanes[i];
-		const uint16_t ports[3] = { l->door_forward, l->door_socks, l->door_intercept };
-		const enum gw_door_kind kinds[3] = { GW_DOOR_FORWARD, GW_DOOR_SOCKS, GW_DOOR_SNI };
+		const uint16_t ports[6] = { l->door_forward, l->door_socks, l->door_intercept,
+					    l->door_dns, l->door_dns, l->door_names };
+		const enum gw_door_kind kinds[6] = { GW_DOOR_FORWARD, GW_DOOR_SOCKS, GW_DOOR_SNI,
+						     GW_DOOR_DNS, GW_DOOR_DNS_UDP, GW_DOOR_NAMES };
 		struct sockaddr_in sin = { .sin_family = AF_INET };
 
 		if (!l->egress)
 			continue;
 		memcpy(&sin.sin_addr, l->subnet.addr, 4);
 		sin.sin_addr.s_addr = htonl(ntohl(sin.sin_addr.s_addr) + 1);
-		for (int k = 0; k < 3; k++) {
+		for (int k = 0; k < 6; k++) {
 			char what[160], a[INET_ADDRSTRLEN];
 
 			if (!ports[k])
 				continue;
 			sin.sin_port = htons(ports[k]);
 			inet_ntop(AF_INET, &sin.sin_addr, a, sizeof(a));
-			snprintf(what, sizeof(what), "lane %s %s door %s:%u", l->name,
-				 door_names[kinds[k]], a, ports[k]);
+			snprintf(what, sizeof(what), "lane %s %s door %s:%u%s", l->name,
+				 door_names[kinds[k]], a, ports[k],
+				 kinds[k] == GW_DOOR_DNS_UDP ? "/udp" : "");
 			if (add_listener(w, fleet, kinds[k], (int)i, (struct sockaddr *)&sin,
 					 sizeof(sin), what, err, errsz) < 0)
 				return -1;
@@ -203,6 +230,7 @@ worker_fini(struct gw_worker *w)
 	free(w->ls);
 	if (w->stop_fd >= 0)
 		close(w->stop_fd);
+	gw_dnsd_free(w->dnsd);
 	gw_dns_free(w->dns);
 	gw_intercept_worker_fini(w);
 	gw_loop_free(w->loop);
@@ -226,6 +254,11 @@ worker_init(struct gw_worker *w, unsigned id, const struct conf *c, struct gw_fl
 	w->dns = gw_dns_new(w->loop, &c->gateway, derr, sizeof(derr));
 	if (!w->dns) {
 		snprintf(err, errsz, "DNS: %s", derr);
+		goto fail;
+	}
+	w->dnsd = gw_dnsd_new(w->loop);
+	if (!w->dnsd) {
+		snprintf(err, errsz, "out of memory");
 		goto fail;
 	}
 	w->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fakeip.h"
 #include "fleet.h"
 #include "lanes.h"
 #include "log.h"
@@ -175,11 +176,25 @@ gw_fleet_env(const struct conf_lane *l, struct in_addr gateway, char out[][GW_FL
 struct fent {
 	struct gw_fleet_info info;
 	struct gw_policy *layer;        /* unlocked: the pinned layer */
+	/* The DNS door's names for it (made at its first answered query,
+	 * gone with the entry: a claim's names end with it). */
+	pthread_mutex_t fk_mu;
+	struct gw_fakeip *fakeip;
 	struct fent *prev, *next;       /* attach order */
 	struct fent *hnext;             /* address hash chain (linked only) */
 };
 
 #define HASH_BUCKETS 4096
+
+static void
+fent_free(struct fent *e)
+{
+	if (!e)
+		return;
+	gw_fakeip_free(e->fakeip);
+	pthread_mutex_destroy(&e->fk_mu);
+	free(e);
+}
 
 struct fleet_lane {
 	const struct conf_lane *conf;
@@ -358,6 +373,7 @@ fleet_attach(struct gw_fleet *f, const char *id, int lane, const struct in_addr 
 		snprintf(err, errsz, "attach %s: out of memory", id);
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&e->fk_mu, NULL);
 	snprintf(e->info.id, sizeof(e->info.id), "%s", id);
 	e->info.lane = lane;
 	e->info.lane_name = fl->conf->name;
@@ -495,7 +511,7 @@ fleet_detach(struct gw_fleet *f, const char *id, char *err, size_t errsz)
 	pthread_rwlock_unlock(&reg_lock);
 	if (e->info.linked)
 		gw_addr_pool_put(&f->lanes[e->info.lane].pool, e->info.addr);
-	free(e);
+	fent_free(e);
 	return 0;
 }
 
@@ -656,6 +672,77 @@ gw_who_clear(struct gw_who *who)
 {
 	gw_policy_unref(who->policy);
 	who->policy = NULL;
+}
+
+/* ---- the DNS door's synthetic addresses -------------------------------- */
+
+/* Per sandbox: 198.18.0.1 + 2048 addresses (inside the lanes' dnat range,
+ * 198.18.0.0/15), 512 names held at a time, a name's address kept 10
+ * minutes past its last use (fakeip.h). */
+#define FAKEIP_BASE  0xc6120001u
+#define FAKEIP_SIZE  2048u
+#define FAKEIP_NAMES 512u
+#define FAKEIP_HOLD_MS (10u * 60 * 1000)
+
+/* The unlocked sandbox at sa on lane, under reg_lock (read). */
+static struct fent *
+lane_entry(int lane, const struct sockaddr *sa, int *rc)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)sa;
+	struct fent *e;
+
+	*rc = -ENOENT;
+	if (sa->sa_family != AF_INET)
+		return NULL;
+	for (e = reg_hash[addr_hash(sin->sin_addr)]; e; e = e->hnext) {
+		if (e->info.addr.s_addr != sin->sin_addr.s_addr || e->info.lane != lane)
+			continue;
+		*rc = e->info.unlocked && e->layer ? 0 : -EACCES;
+		return *rc == 0 ? e : NULL;
+	}
+	return NULL;
+}
+
+int
+gw_lane_fakeip_get(int lane, const struct sockaddr *sa, const char *name, uint64_t now_ms,
+		   struct in_addr *out)
+{
+	struct fent *e;
+	uint32_t a = 0;
+	int rc;
+
+	pthread_rwlock_rdlock(&reg_lock);
+	if ((e = lane_entry(lane, sa, &rc))) {
+		pthread_mutex_lock(&e->fk_mu);
+		if (!e->fakeip &&
+		    !(e->fakeip = gw_fakeip_new(FAKEIP_BASE, FAKEIP_SIZE, FAKEIP_NAMES, FAKEIP_HOLD_MS)))
+			rc = -ENOMEM;
+		else
+			rc = gw_fakeip_get(e->fakeip, name, now_ms, &a);
+		pthread_mutex_unlock(&e->fk_mu);
+	}
+	pthread_rwlock_unlock(&reg_lock);
+	out->s_addr = htonl(a);
+	return rc;
+}
+
+int
+gw_lane_fakeip_name(int lane, const struct sockaddr *sa, struct in_addr dst, uint64_t now_ms,
+		    char out[GW_FAKEIP_NAME_MAX + 1])
+{
+	struct fent *e;
+	int rc;
+
+	out[0] = '\0';
+	pthread_rwlock_rdlock(&reg_lock);
+	if ((e = lane_entry(lane, sa, &rc))) {
+		pthread_mutex_lock(&e->fk_mu);
+		if (!e->fakeip || !gw_fakeip_name(e->fakeip, ntohl(dst.s_addr), now_ms, out))
+			rc = -ENOENT;
+		pthread_mutex_unlock(&e->fk_mu);
+	}
+	pthread_rwlock_unlock(&reg_lock);
+	return rc;
 }
 
 /* ---- the namespace --------------------------------------------------- */
@@ -937,6 +1024,14 @@ fleet_lanes(struct gw_fleet *f, char *err, size_t errsz)
 			n->ports[n->nports++] = l->door_socks;
 		if (l->door_intercept)
 			n->ports[n->nports++] = l->door_intercept;
+		if (l->door_dns)
+			n->ports[n->nports++] = l->door_dns;
+		if (l->door_names) {
+			n->ports[n->nports++] = l->door_names;
+			n->names_port = l->door_names;
+			n->synth.s_addr = htonl(0xc6120000u);   /* 198.18.0.0/15 */
+			n->synth_prefix = 15;
+		}
 		if (l->transparent) {
 			n->http_port = l->door_forward;
 			n->tls_port = l->door_intercept;
@@ -1062,7 +1157,7 @@ gw_fleet_close(struct gw_fleet *f, bool teardown)
 		unhash(e);
 		pthread_rwlock_unlock(&reg_lock);
 		gw_policy_unref(e->layer);
-		free(e);
+		fent_free(e);
 	}
 	if (f->nft)
 		fw_close(f->nft);

@@ -10,6 +10,8 @@
 #define SLUICE_GW_LANES_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 struct gw_policy;
@@ -28,5 +30,18 @@ int gw_lane_who(int lane, const struct sockaddr *sa, struct gw_who *who);
 
 /* Drops the reference gw_lane_who() gave. Idempotent. */
 void gw_who_clear(struct gw_who *who);
+
+/* The DNS door's synthetic addresses (fakeip.h), one table per sandbox,
+ * ending with its registry entry. The address name stands for for the
+ * unlocked sandbox at sa on lane (network byte order in *out): 0,
+ * -ENOENT / -EACCES as gw_lane_who(), -ENOSPC (every name held), -EINVAL,
+ * -ENOMEM. */
+int gw_lane_fakeip_get(int lane, const struct sockaddr *sa, const char *name, uint64_t now_ms,
+		       struct in_addr *out);
+/* The name dst stands for for the unlocked sandbox at sa on lane, into out
+ * (254 bytes): 0, -ENOENT (no such sandbox, or no name has dst), -EACCES
+ * (locked). */
+int gw_lane_fakeip_name(int lane, const struct sockaddr *sa, struct in_addr dst, uint64_t now_ms,
+			char out[254]);
 
 #endif

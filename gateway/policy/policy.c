@@ -399,6 +399,47 @@ int gw_policy_check(const struct gw_policy *p, const char *host, uint16_t port,
 	return 0;
 }
 
+int gw_policy_check_name(const struct gw_policy *p, const char *host,
+			 struct gw_policy_decision *d)
+{
+	struct pol_hit hits[MAX_HITS];
+	struct sockaddr_storage ss;
+	enum gw_reason why;
+	size_t len, nhits;
+	bool ip;
+
+	memset(d, 0, sizeof(*d));
+	if (!p)
+		return refuse(d, GW_R_INTERNAL);
+	if (host_ok(host, &len, &ss, &ip, &why) < 0)
+		return refuse(d, why);
+	if (ip)
+		return refuse(d, GW_R_BAD_HOST);        /* an address is no name */
+	/* The ports a rule without one stands for, then every port an allow
+	 * rule that matches the name gives: the name is allowed if any of
+	 * them is (the doors check the port itself). */
+	if (gw_policy_check(p, host, 443, d) == 0 || gw_policy_check(p, host, 80, d) == 0)
+		return 0;
+	nhits = collect(p, host, len, false, hits);
+	for (size_t i = 0; i < nhits; i++) {
+		const struct pol_node *node = hits[i].node;
+
+		for (size_t k = 0; k < node->n; k++) {
+			const struct pol_rule *r = &p->rules[p->order[node->first + k]];
+			struct gw_policy_decision e;
+
+			if (r->kind == PK_ALLOW && r->port && r->wildcard != hits[i].exact &&
+			    gw_policy_check(p, host, r->port, &e) == 0) {
+				*d = e;
+				return 0;
+			}
+		}
+	}
+	/* (d: the refusal for 80, whose reason is the one for 443 too unless
+	 * a rule names a port) */
+	return gw_policy_check(p, host, 443, d);
+}
+
 int gw_policy_check_addr(const struct gw_policy *p, const struct sockaddr *sa,
 			 struct gw_policy_decision *d)
 {

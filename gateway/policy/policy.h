@@ -108,6 +108,14 @@ void gw_policy_free(struct gw_policy *p);
 int gw_policy_check(const struct gw_policy *p, const char *host, uint16_t port,
 		    struct gw_policy_decision *d);
 
+/* Decides whether the name `host` (normalised; an IP literal is refused
+ * as GW_R_BAD_HOST) may be reached on some port: the DNS door answers a
+ * name only then. Tries 443, 80, then each port an allow rule matching the
+ * name gives; the first allowing decision fills *d, else the refusal for
+ * 443. 0 when allowed (report mode too), else -EACCES. */
+int gw_policy_check_name(const struct gw_policy *p, const char *host,
+			 struct gw_policy_decision *d);
+
 /* The address check for this layer: gw_addr_check() with the layer's
  * allow_private, as a decision (reason GW_R_PRIVATE_ADDRESS). Enforced in
  * report mode too: the private address list protects the node itself

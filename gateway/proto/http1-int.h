@@ -106,4 +106,16 @@ extern const size_t h1_nspoof_rules;
  * GW_R_BAD_HOST, GW_R_BAD_PORT, GW_R_BAD_REQUEST). In http1_target.c. */
 int h1_host_value_check(struct gw_h1_span v, struct gw_h1_error *err);
 
+/* A span into from[0..n) now points at the same place in to[0..n); one
+ * elsewhere (NULL, a static string, another buffer) is left alone. The
+ * old bytes must still be allocated: their address is compared. */
+static inline void
+h1_span_move(struct gw_h1_span *s, const char *from, size_t n, const char *to)
+{
+	uintptr_t p = (uintptr_t)s->p, f = (uintptr_t)from;
+
+	if (s->p && p >= f && p - f <= n)
+		s->p = to + (p - f);
+}
+
 #endif

@@ -658,6 +658,23 @@ bool gw_h1_hop_by_hop(const struct gw_h1_head *h, const char *name,
 	return false;
 }
 
+/* ---- the caller's buffer moved --------------------------------------- */
+
+void gw_h1_head_rebase(struct gw_h1_head *h, const char *from, size_t n,
+		       const char *to)
+{
+	h1_span_move(&h->method, from, n, to);
+	h1_span_move(&h->target, from, n, to);
+	h1_span_move(&h->host, from, n, to);
+	h1_span_move(&h->status_text, from, n, to);
+	for (size_t i = 0; i < h->nheaders && i < GW_H1_MAX_HEADERS; i++) {
+		h1_span_move(&h->headers[i].name, from, n, to);
+		h1_span_move(&h->headers[i].value, from, n, to);
+	}
+	for (size_t i = 0; i < h->nconn_tokens && i < GW_H1_MAX_CONN_TOKENS; i++)
+		h1_span_move(&h->conn_tokens[i], from, n, to);
+}
+
 /* ---- writer --------------------------------------------------------- */
 
 void gw_h1_writer_init(struct gw_h1_writer *w, char *buf, size_t size)

@@ -66,6 +66,14 @@ const struct gw_h1_header *gw_h1_header_next(const struct gw_h1_head *h,
 					     const struct gw_h1_header *prev,
 					     const char *name);
 
+/* The caller moved the bytes h was parsed from, from[0..n), to to[0..n)
+ * (a bigger buffer): every span of h into the old bytes now points at the
+ * same place in the new ones; spans elsewhere are left alone. Call while
+ * the old bytes are still allocated (their address is compared), then
+ * free them. */
+void gw_h1_head_rebase(struct gw_h1_head *h, const char *from, size_t n,
+		       const char *to);
+
 /* True if the field `name[0..len)` is hop-by-hop for this head: one of
  * Connection, Proxy-Connection, Keep-Alive, TE, Trailer, Transfer-Encoding,
  * Upgrade, Proxy-Authorization, Proxy-Authenticate, or a name listed in
@@ -105,6 +113,11 @@ enum gw_h1_method gw_h1_method_parse(const char *s, size_t len);
  * GW_R_BAD_REQUEST for anything else (a fragment, a wrong form, ...). */
 int gw_h1_target_parse(const char *s, size_t len, enum gw_h1_method m,
 		       struct gw_h1_target *out, struct gw_h1_error *err);
+
+/* gw_h1_head_rebase() for a classified target: its host, path and query
+ * (a door may have pointed the host at a buffer of its own: left alone). */
+void gw_h1_target_rebase(struct gw_h1_target *t, const char *from, size_t n,
+			 const char *to);
 
 /* ---- body ---------------------------------------------------------- */
 

@@ -236,3 +236,11 @@ int h1_host_value_check(struct gw_h1_span v, struct gw_h1_error *err)
 		return target_fail(err, err->reason, "bad Host value");
 	return 0;
 }
+
+void gw_h1_target_rebase(struct gw_h1_target *t, const char *from, size_t n,
+			 const char *to)
+{
+	h1_span_move(&t->host, from, n, to);
+	h1_span_move(&t->path, from, n, to);
+	h1_span_move(&t->query, from, n, to);
+}

@@ -34,6 +34,9 @@
 	X(DNS_FAILED, "dns-failed")                                           \
 	X(DNS_NXDOMAIN, "dns-nxdomain")                                       \
 	X(DNS_TIMEOUT, "dns-timeout")                                         \
+	X(DNS_TYPE, "dns-type")                 /* DNS door: not A or AAAA */ \
+	X(DNS_NAMES_FULL, "dns-names-full")     /* DNS door: every name held */\
+	X(UNKNOWN_NAME_ADDRESS, "unknown-name-address") /* name door: no name */\
 	X(CONNECT_FAILED, "connect-failed")     /* refused, unreachable */    \
 	X(CONNECT_TIMEOUT, "connect-timeout")                                 \
 	X(UPSTREAM_RESET, "upstream-reset")                                   \
@@ -57,6 +60,7 @@
 	X(UPSTREAM_TOO_MANY_1XX, "upstream-too-many-1xx") /* 502: 1xx after 1xx */\
 	X(BODY_TOO_SLOW, "body-too-slow")       /* 408: below the minimum rate */\
 	X(BODY_TIMEOUT, "body-timeout")         /* 408: past the body's deadline */\
+	X(SIGV4_BODY_TOO_LARGE, "sigv4-body-too-large") /* 413: to hash */ \
 	X(INTERNAL, "internal-error")
 
 enum gw_reason {

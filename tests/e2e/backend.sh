@@ -13,6 +13,15 @@
 # (icpt.origin.test, a python TLS origin started here) through CONNECT on
 # the door, the leaf is sluice's and the inner GET has its access line;
 # curl trusting only the host's system bundle refuses that leaf (60).
+# With no proxy variable (issue 21), names resolve through the lane's DNS
+# door and curl, node, python and ssh (to an sshd started here on
+# ssh.test:22) reach them through the name door.
+# Credentials (issue 19): a placeholder token used by curl and git, and
+# SigV4 with placeholder keys: an S3 GET (UNSIGNED-PAYLOAD), and requests
+# of the other services, with no X-Amz-Content-SHA256 (a form POST, a
+# chunked JSON POST, a bodyless GET), each verified at the origin by
+# botocore with the real keys; a body past 1 MiB is refused 413 and never
+# reaches the origin.
 # Then the daemon is stopped and started again: the claimed sandbox must
 # be re-adopted and keep its files, and the warm ones must come back.
 # Everything ends with the test.
@@ -95,7 +104,56 @@ def sigv4_ok(h, method, path):
     if sig != parts["Signature"]:
         sys.stderr.write("tls origin: sigv4 mismatch: %r over %r\n" % (a, cr))
     return sig == parts["Signature"]
+def sigv4_body_ok(h, method, path, body):
+    # A client that sends no X-Amz-Content-SHA256 (every service but S3)
+    # signs SHA-256 of the body: botocore's SigV4Auth hashes the body that
+    # arrived, however it was framed.
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    a = h.get("Authorization", "")
+    if "X-Amz-Content-SHA256" in h or not a.startswith("AWS4-HMAC-SHA256 Credential=" + AWS[0] + "/"):
+        return False
+    parts = dict(p.strip().split("=", 1) for p in a[len("AWS4-HMAC-SHA256 "):].split(","))
+    scope = parts["Credential"].split("/")
+    req = AWSRequest(method=method, url="https://icpt.origin.test" + path, data=body)
+    for k in parts["SignedHeaders"].split(";"):
+        req.headers[k] = h.get(k)
+    req.context["timestamp"] = h.get("X-Amz-Date")
+    auth = SigV4Auth(Credentials(AWS[0], AWS[1]), scope[3], scope[2])
+    cr = auth.canonical_request(req)
+    sig = auth.signature(auth.string_to_sign(req, cr), req)
+    if sig != parts["Signature"]:
+        sys.stderr.write("tls origin: sigv4 mismatch: %r over %r\n" % (a, cr))
+    return sig == parts["Signature"]
 class H(http.server.BaseHTTPRequestHandler):
+    def body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            b = b""
+            while True:
+                n = int(self.rfile.readline().split(b";")[0], 16)
+                if n == 0:
+                    while self.rfile.readline() not in (b"\r\n", b""):
+                        pass
+                    return b
+                b += self.rfile.read(n)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+    def sts(self):
+        b = self.body()
+        try:
+            ok = sigv4_body_ok(self.headers, self.command, self.path, b)
+        except Exception as e:
+            sys.stderr.write("tls origin: sigv4 check failed: %r\n" % e)
+            ok = False
+        sys.stderr.write("tls origin: sts %s %s framing=%s body=%d %s\n" % (
+            self.command, self.path, "chunked" if "Transfer-Encoding" in self.headers else "length",
+            len(b), "ok" if ok else "bad"))
+        return self.reply(200, b"sigv4 ok\n" if ok else b"sigv4 bad\n")
+    def do_POST(self):
+        if self.path.startswith("/sts/"):
+            return self.sts()
+        return self.reply(404, b"")
     def reply(self, code, b, extra=()):
         self.send_response(code)
         for k, v in extra:
@@ -108,6 +166,8 @@ class H(http.server.BaseHTTPRequestHandler):
         got = self.headers.get_all("Authorization") or []
         return got == [want]
     def do_GET(self):
+        if self.path.startswith("/sts/"):
+            return self.sts()
         if self.path.startswith("/s3/"):
             try:
                 ok = sigv4_ok(self.headers, "GET", self.path)
@@ -151,6 +211,41 @@ ip netns exec "$inet" "$PY" "$E2E_TMP/tls.py" "$E2E_TMP/tls.crt" "$E2E_TMP/tls.k
 track $!
 wait_for "$E2E_TMP/tls.log" ready || { fail "the TLS origin starts"; finish; }
 
+# --- an sshd for the name door's byte tunnel (issue 21) -----------------------
+# 10.99.0.10:22 and :2222 in inet (ssh.test in net.sh's dnsmasq), its own
+# host key and one authorized key, both made here; root's commands run in
+# inet. The policy allows ssh.test:22 only: 2222 is the refused port,
+# served too so that a reset there is the door's, not a missing listener's.
+mkdir -p "$E2E_TMP/ssh"
+ssh-keygen -q -t ed25519 -N '' -C e2e-host -f "$E2E_TMP/ssh/host_key"
+ssh-keygen -q -t ed25519 -N '' -C e2e-guest -f "$E2E_TMP/ssh/id_guest"
+cp "$E2E_TMP/ssh/id_guest.pub" "$E2E_TMP/ssh/authorized_keys"
+cat >"$E2E_TMP/ssh/sshd_config" <<SSHD
+ListenAddress 10.99.0.10:22
+ListenAddress 10.99.0.10:2222
+HostKey $E2E_TMP/ssh/host_key
+AuthorizedKeysFile $E2E_TMP/ssh/authorized_keys
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile none
+UseDNS no
+SSHD
+# Privilege separation's empty directory (as the host's sshd service makes it).
+[ -d /run/sshd ] || install -d -m 0755 /run/sshd
+ip netns exec "$inet" /usr/sbin/sshd -D -e -f "$E2E_TMP/ssh/sshd_config" 2>"$E2E_TMP/sshd.log" &
+track $!
+wait_for "$E2E_TMP/sshd.log" "Server listening on 10\.99\.0\.10 port 2222" ||
+	{ fail "the test sshd starts"; finish; }
+# host_ssh PORT: the guest's key from inet itself, without sluice.
+host_ssh() {
+	I ssh -i "$E2E_TMP/ssh/id_guest" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+		-o BatchMode=yes -o ConnectTimeout=10 -p "$1" root@10.99.0.10 echo ssh-ok 2>>"$E2E_TMP/ssh/host.err"
+}
+
 cat > "$E2E_TMP/sluice.yaml" <<YAML
 daemon:
   data_dir: $E2E_TMP/data
@@ -172,7 +267,7 @@ lanes:
     doors: { forward: 3128 }
 policies:
   - name: web
-    allow: ["origin.test", "icpt.origin.test"]
+    allow: ["origin.test", "icpt.origin.test", "origin.test:8081", "ssh.test:22"]
     intercept: ["icpt.origin.test"]
     allow_private: [10.99.0.0/24]
     credentials:
@@ -488,6 +583,227 @@ check "credentials: an S3 GET the guest signed with placeholder keys: the origin
 	eval 'out_is "sigv4 ok" || { j "d[\"stderr\"]" >&2; grep sigv4 "$E2E_TMP/tls.log" >&2; false; }'
 check "... its line says inject=s3" logged "host=icpt\.origin\.test .*status=200 .* inject=s3$" ||
 	sed 's/^/    /' "$E2E_TMP/tls.log" | tail -5 >&2
+
+# SigV4 for every service but S3 (STS, DynamoDB, ...): the client sends no
+# X-Amz-Content-SHA256 and signs SHA-256 of its body, so sluice holds the
+# body (up to 1 MiB) before it dials, hashes it and signs again. The
+# guest's signer is its own (no SDK in every template); the origin checks
+# with botocore's SigV4Auth over the body it read. Each request goes
+# through CONNECT on the door with http.client, so that the framing
+# (Content-Length, signed; chunked) and Expect are the script's.
+cat >"$E2E_TMP/sts.py" <<'PY'
+import datetime, hashlib, hmac, http.client, os, ssl, sys, urllib.parse
+ak, sk = os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
+host, region, service = "icpt.origin.test", "us-east-1", "sts"
+mode = sys.argv[1]
+form = b"Action=GetCallerIdentity&Version=2011-06-15"
+query = ""
+if mode == "post":      # a form body, Content-Length signed
+    method, body, hd = "POST", form, {"content-type": "application/x-www-form-urlencoded",
+                                      "content-length": str(len(form))}
+elif mode == "chunked":  # a JSON body sent chunked (nothing signs the framing)
+    body = b'{"TableName": "t", "Pad": "' + b"x" * 3000 + b'"}'
+    method, hd = "POST", {"content-type": "application/x-amz-json-1.0",
+                          "x-amz-target": "DynamoDB_20120810.DescribeTable"}
+elif mode == "get":      # no body: signed at once
+    method, body, hd, query = "GET", b"", {}, "Action=GetCallerIdentity&Version=2011-06-15"
+elif mode == "big":      # a Content-Length past the bound, the body held back
+    body = b"a" * (1024 * 1024 + 1)
+    method, hd = "POST", {"content-type": "application/octet-stream",
+                          "content-length": str(len(body))}
+elif mode == "bigchunked":  # chunked, past the bound
+    body = b"b" * (1024 * 1024 + 200 * 1024)
+    method, hd = "POST", {"content-type": "application/octet-stream"}
+t = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
+hd.update({"host": host, "x-amz-date": t})
+sh = ";".join(sorted(hd))
+cr = "\n".join([method, "/sts/", query, "".join(k + ":" + hd[k] + "\n" for k in sorted(hd)), sh,
+                hashlib.sha256(body).hexdigest()])
+scope = "%s/%s/%s/aws4_request" % (t[:8], region, service)
+sts = "\n".join(["AWS4-HMAC-SHA256", t, scope, hashlib.sha256(cr.encode()).hexdigest()])
+k = ("AWS4" + sk).encode()
+for m in (t[:8], region, service, "aws4_request"):
+    k = hmac.new(k, m.encode(), hashlib.sha256).digest()
+sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+hd["authorization"] = "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s" % (
+    ak, scope, sh, sig)
+px = urllib.parse.urlsplit(os.environ.get("https_proxy") or os.environ["HTTPS_PROXY"])
+c = http.client.HTTPSConnection(px.hostname, px.port, context=ssl.create_default_context(), timeout=60)
+c.set_tunnel(host, 443)
+c.putrequest(method, "/sts/" + ("?" + query if query else ""), skip_host=True, skip_accept_encoding=True)
+for n, v in hd.items():
+    c.putheader(n, v)
+chunked = mode in ("chunked", "bigchunked")
+if chunked:
+    c.putheader("Transfer-Encoding", "chunked")
+if mode == "big":
+    c.putheader("Expect", "100-continue")
+c.endheaders()
+if chunked:
+    for i in range(0, len(body), 65536):
+        p = body[i:i + 65536]
+        c.send(b"%x\r\n" % len(p) + p + b"\r\n")
+    c.send(b"0\r\n\r\n")
+elif mode != "big":
+    c.send(body)
+r = c.getresponse()
+print(r.status, r.getheader("Sluice-Reason") or "-", r.read().decode().strip())
+PY
+op PUT "/v1/sandboxes/$A/files?path=/tmp/sts.py" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$E2E_TMP/sts.py"
+sts_seen() { grep -c "tls origin: sts " "$E2E_TMP/tls.log" || true; }
+sts() { # MODE CHECK-TEXT: the guest's request, the origin's verdict
+	mark
+	xsh "$A" "python3 /tmp/sts.py $1"
+	check "$2" eval 'out_is "200 - sigv4 ok" || { j "d[\"stdout\"]" >&2; j "d[\"stderr\"]" >&2; grep "sts\|sigv4" "$E2E_TMP/tls.log" | tail -3 >&2; false; }'
+}
+N0=$(sts_seen)
+sts post "credentials: an STS POST (a form body, Content-Length signed, no X-Amz-Content-SHA256) the guest signed with placeholder keys: the origin verified sluice's signature over the body (botocore SigV4Auth, the real keys)"
+check "... its line says inject=s3, and the body was relayed" \
+	logged "method=POST host=icpt\.origin\.test .*status=200 bytes_in=[0-9]+ .* inject=s3$"
+sts chunked "credentials: a DynamoDB-style JSON POST sent chunked: held, hashed de-chunked, signed; the origin verified it"
+check "... and the origin read it chunked, as the guest framed it" \
+	grep -q "tls origin: sts POST /sts/ framing=chunked body=3029 ok" "$E2E_TMP/tls.log"
+sts get "credentials: a GET with no body (signed at once, the hash of nothing): the origin verified it"
+N1=$(sts_seen)
+check "the origin saw those three requests ($N0 -> $N1): the requests below could reach it" \
+	test "$N1" -eq $((N0 + 3))
+mark
+xsh "$A" 'python3 /tmp/sts.py big'
+check "credentials: a SigV4 POST whose Content-Length is past 1 MiB (Expect: 100-continue, no body sent): 413 sigv4-body-too-large ($(j 'd["stdout"]' | head -c 200))" \
+	eval '[[ $(j "d[\"stdout\"]") == "413 sigv4-body-too-large "* ]]'
+check "... its line: status=413 reason=sigv4-body-too-large, nothing injected" \
+	logged "method=POST host=icpt\.origin\.test .*decision=deny reason=sigv4-body-too-large upstream=- status=413 .* inject=-$"
+mark
+xsh "$A" 'python3 /tmp/sts.py bigchunked'
+check "credentials: a chunked SigV4 POST of 1.2 MiB: read up to the bound, then 413 sigv4-body-too-large ($(j 'd["stdout"]' | head -c 200))" \
+	eval '[[ $(j "d[\"stdout\"]") == "413 sigv4-body-too-large "* ]]'
+check "... its line counts the body read up to the bound (bytes_in over 1 MiB)" \
+	logged "method=POST host=icpt\.origin\.test .*reason=sigv4-body-too-large upstream=- status=413 bytes_in=1[0-9]{6} .* inject=-$"
+check "... and the origin saw neither of them (still $N1 requests)" test "$(sts_seen)" -eq "$N1"
+
+# --- guest DNS (issue 21) ------------------------------------------------------
+# The lane's DNS door answers from the claim's layer and never asks
+# upstream: net.sh's dnsmasq logs every query it gets (--log-queries).
+cat >"$E2E_TMP/dnsq.py" <<'PY'
+import random, socket, struct, sys
+name, qtype = sys.argv[1], {"A": 1, "AAAA": 28, "TXT": 16}[sys.argv[2]]
+q = struct.pack(">HHHHHH", random.getrandbits(16), 0x0100, 1, 0, 0, 0)
+q += b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0"
+q += struct.pack(">HH", qtype, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+s.sendto(q, (sys.argv[3], 53))
+r = s.recv(2048)
+print("rcode=%d answers=%d" % (r[3] & 15, struct.unpack(">H", r[6:8])[0]))
+PY
+op PUT "/v1/sandboxes/$A/files?path=/tmp/dnsq.py" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$E2E_TMP/dnsq.py"
+GWA=10.88.1.1   # the egress lane's gateway (10.88.1.0/24)
+x "$A" '{"argv":["cat","/etc/resolv.conf"]}'
+check "dns: the guest's resolv.conf names its lane's DNS door ($GWA)" \
+	eval '[[ $(j "d[\"stdout\"]") == *"nameserver $GWA"* ]]'
+check "dns: (the stub upstream logs queries: it saw the gateway's own for icpt.origin.test)" \
+	grep -q 'query\[A\] icpt\.origin\.test from' "$E2E_TMP/dnsmasq.log"
+mark
+QBEFORE=$(wc -l <"$E2E_TMP/dnsmasq.log")
+# resolve NAME: the libc resolver's answer (getent where the guest has it;
+# the vm guest's userland has python3 but no getent).
+resolve() { xsh "$1" "python3 -c 'import socket,sys
+try: print(socket.gethostbyname(sys.argv[1]))
+except socket.gaierror as e: print(\"not found\")' $2"; }
+resolve "$A" icpt.origin.test
+SYN=$(j 'd["stdout"].strip()')
+check "dns: the libc resolver (gethostbyname) gets an allowed name an address of the synthetic range ($SYN)" \
+	eval '[[ $SYN =~ ^198\.1[89]\.[0-9]+\.[0-9]+$ ]]'
+xsh "$A" 'python3 -c "import socket; print(socket.getaddrinfo(\"icpt.origin.test\", 443, socket.AF_INET)[0][4][0])"'
+check "dns: python3 getaddrinfo gets the same address" out_is "$SYN"
+check "... an access line: door=dns method=A host=icpt.origin.test decision=allow, the address given" \
+	logged "access door=dns client=$A .*method=A host=icpt\.origin\.test port=0 decision=allow reason=none upstream=$SYN status=0 "
+resolve "$A" evil.test
+check "dns: a name the layer refuses: not found" out_is "not found"
+check "... NXDOMAIN, its access line says why" \
+	logged "access door=dns client=$A .*host=evil\.test port=0 decision=deny reason=not-allowed upstream=- status=3 "
+LONG=$(head -c 30 /dev/urandom | od -An -tx1 | tr -d ' \n')
+xsh "$A" "python3 /tmp/dnsq.py $LONG.icpt.origin.test A $GWA; python3 /tmp/dnsq.py icpt.origin.test TXT $GWA; python3 /tmp/dnsq.py icpt.origin.test AAAA $GWA"
+check "dns: a long random label under an allowed name: NXDOMAIN; TXT: REFUSED; AAAA: no data" \
+	eval '[ "$(j "d[\"stdout\"]")" = "$(printf "rcode=3 answers=0\nrcode=5 answers=0\nrcode=0 answers=0")" ]'
+check "... and not one of those queries reached the stub upstream" \
+	eval '! tail -n "+$((QBEFORE + 1))" "$E2E_TMP/dnsmasq.log" | grep -E "query\[.*(evil\.test|$LONG|TXT|AAAA)" >&2'
+
+# --- name-routed egress (issue 21) ------------------------------------------------
+# Without any proxy variable: the name resolves to a synthetic address,
+# which the lane sends to its name door.
+NOPROXY='unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy;'
+mark
+xsh "$A" "$NOPROXY curl -sS -m 30 http://origin.test/"
+check "names: curl http://origin.test/ with no proxy variable (DNS, then port 80 by name)" \
+	out_is "hello from origin"
+xsh "$A" "$NOPROXY curl -sS -m 30 https://icpt.origin.test/"
+check "names: curl https://icpt.origin.test/ with no proxy variable (443 by name, intercepted)" \
+	out_is "hello over tls"
+if [ "$BACKEND" = ns ]; then     # (the vm guest's userland has no node)
+	xsh "$A" "$NOPROXY node -e 'fetch(\"http://origin.test/\").then(r => r.text()).then(t => process.stdout.write(t))'"
+	check "names: node fetch() with no proxy variable" \
+		eval 'out_is "hello from origin" || { j "d[\"stderr\"]" >&2; false; }'
+fi
+cat >"$E2E_TMP/tcpget.py" <<'PY'
+import socket, sys
+try:
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+    s.sendall(b"GET / HTTP/1.0\r\nHost: origin.test\r\n\r\n")
+    data = s.recv(4096)
+    print("got " + data.split(b"\r\n")[0].decode() if data else "closed")
+except ConnectionResetError:
+    print("reset")
+except OSError as e:
+    print("error %s" % e)
+PY
+op PUT "/v1/sandboxes/$A/files?path=/tmp/tcpget.py" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$E2E_TMP/tcpget.py"
+xsh "$A" 'python3 /tmp/tcpget.py origin.test 8081'
+check "names: TCP to an allowed name:port (origin.test:8081, neither 80 nor 443) is relayed" \
+	out_is "got HTTP/1.1 200 OK"
+check "... its access line: door=names host=origin.test port=8081 allowed, mode=tunnel" \
+	logged "access door=names client=$A .*method=TCP host=origin\.test port=8081 decision=allow "
+xsh "$A" 'python3 /tmp/tcpget.py origin.test 8082'
+check "names: a port the layer does not allow (origin.test:8082): reset at once" out_is "reset"
+check "... its access line says not-allowed" \
+	logged "access door=names client=$A .*host=origin\.test port=8082 decision=deny reason=not-allowed "
+xsh "$A" 'python3 /tmp/tcpget.py 198.19.255.254 8081'
+check "names: a synthetic address that stands for no name: reset" out_is "reset"
+check "... unknown-name-address" \
+	logged "access door=names client=$A .*host=198\.19\.255\.254 port=8081 decision=deny reason=unknown-name-address "
+# Another claim's table is its own: A's address for origin.test means
+# nothing to B2 unless B2 asked for the name too.
+resolve "$A" origin.test
+ASYN=$(j 'd["stdout"].strip()')
+op PUT "/v1/sandboxes/$B2/files?path=/tmp/tcpget.py" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$E2E_TMP/tcpget.py"
+xsh "$B2" "python3 /tmp/tcpget.py $ASYN 8081"
+check "names: another claim connecting to A's synthetic address for origin.test ($ASYN): reset" \
+	eval '[[ $ASYN == 198.1* ]] && out_is reset'
+# ssh to an allowed name:22 from a guest with no proxy variable: DNS, then
+# the name door's byte tunnel to the test sshd. The key and the sshd are
+# shown to work without sluice first, on both ports.
+check "names: (the test sshd takes the guest's key on 22 and on 2222, from inet itself)" \
+	eval '[ "$(host_ssh 22)" = ssh-ok ] && [ "$(host_ssh 2222)" = ssh-ok ] || { cat "$E2E_TMP/ssh/host.err" >&2; false; }'
+op PUT "/v1/sandboxes/$A/files?path=/tmp/id_guest&mode=0600" -H 'Content-Type: application/octet-stream' \
+	--data-binary "@$E2E_TMP/ssh/id_guest"
+check "files: the ssh key into the guest, mode 0600 (201)" status 201
+SSHO='-i /tmp/id_guest -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o ConnectTimeout=20'
+mark
+xsh "$A" "$NOPROXY ssh $SSHO -p 22 root@ssh.test echo ssh-ok"
+check "names: ssh -p 22 root@ssh.test with no proxy variable (an allowed name:22, a byte tunnel)" \
+	eval 'out_is ssh-ok || { j "d[\"stderr\"]" >&2; false; }'
+check "... its access line: door=names host=ssh.test port=22 decision=allow" \
+	logged "access door=names client=$A .*method=TCP host=ssh\.test port=22 decision=allow "
+mark
+xsh "$A" "$NOPROXY ssh $SSHO -p 2222 root@ssh.test echo ssh-ok; echo rc=\$?"
+check "names: ssh to the same name on a port the layer does not allow (2222): reset, ssh fails (255)" \
+	eval '[ "$(j "d[\"stdout\"]")" = rc=255 ] && [[ $(j "d[\"stderr\"]") == *"reset"* ]] || { echo "    ${B:0:400}" >&2; false; }'
+check "... its access line says not-allowed" \
+	logged "access door=names client=$A .*method=TCP host=ssh\.test port=2222 decision=deny reason=not-allowed "
 
 # --- restarts: sandboxes outlive the daemon and are adopted again ---------------
 # A clean stop (SIGTERM leaves them running), then a crash (SIGKILL).

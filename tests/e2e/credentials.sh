@@ -193,6 +193,10 @@ QENC=$("$PY" -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1],
 check "query: key=<value %-encoded> added, the client's key= removed, the others kept in order ($T)" \
 	test "$T" = "/echo?a=1&b=2&key=$QENC"
 check "... inject= names both" logged "host=other.test .* inject=other-basic,other-key$"
+OUT=$(get "https://other.test/echo?a=1&%6Bey=forged&b=2&%6b%65%79=again")
+T=$(target <<<"$OUT" 2>/dev/null)
+check "query: the client's key= spelled with %XX (%6Bey, %6b%65%79) is the same parameter: removed ($T)" \
+	test "$T" = "/echo?a=1&b=2&key=$QENC"
 
 # --- absolute-form https:// on the forward door ------------------------------------------
 OUT=$(G "$PY" - <<PYEOF 2>&1

@@ -11,11 +11,13 @@
 # FLEET, CI_PW, AUDIT_PW, WWW (nginx's root: index.html, empty, 1k, big
 # (100 MiB), text, repo.git), BIG_SHA, K1_SHA and NGLOG (nginx's access log).
 # Names dnsmasq answers (zone test): origin.test, blocked.origin.test,
-# other.test (10.99.0.10); v6.test (fd99::10 only); internal.test
+# icpt.origin.test, other.test, ssh.test (10.99.0.10; backend.sh starts an
+# sshd there); v6.test (fd99::10 only); internal.test
 # (10.99.1.5); meta.test (169.254.169.254); loop.test (127.0.0.1);
 # mixed.test (10.99.0.10 and 10.99.1.5); slowbox.test (10.99.0.20);
 # slow.test (never answered); anything else NXDOMAIN. Port 81 of
-# 10.99.0.10 drops SYNs.
+# 10.99.0.10 drops SYNs; nginx also serves 8081 (a port that is neither
+# 80 nor 443).
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
@@ -107,6 +109,7 @@ http {
 	server {
 		listen 80;
 		listen 81;
+		listen 8081;
 		listen [fd99::10]:80;
 		server_name _;
 		root $WWW;
@@ -131,11 +134,12 @@ ip netns exec "$inet" nginx -e "$E2E_TMP/nginx-error.log" -c "$E2E_TMP/nginx.con
 track $!
 
 ip netns exec "$inet" dnsmasq --conf-file=/dev/null --no-resolv --no-hosts --no-daemon --user=root \
-	--listen-address=10.99.0.53 --bind-interfaces --local=/test/ \
+	--listen-address=10.99.0.53 --bind-interfaces --local=/test/ --log-queries \
 	--host-record=origin.test,10.99.0.10 \
 	--host-record=blocked.origin.test,10.99.0.10 \
 	--host-record=icpt.origin.test,10.99.0.10 \
 	--host-record=other.test,10.99.0.10 \
+	--host-record=ssh.test,10.99.0.10 \
 	--host-record=internal.test,10.99.1.5 \
 	--host-record=meta.test,169.254.169.254 \
 	--host-record=loop.test,127.0.0.1 \

@@ -247,6 +247,15 @@ static const struct bad_case bad_cases[] = {
 	{ "access_log",
 	  "gateway: { access_log: relative.log }\n",
 	  "t.yaml:1:24: gateway.access_log: expected stderr, off or an absolute path" },
+	{ "dns_door_clash",
+	  "lanes: [{ name: e, subnet: 10.9.0.0/24, doors: { forward: 53 } }]\n",
+	  "t.yaml:1:59: lanes[0].doors.dns: port 53 is already the forward door" },
+	{ "names_door_clash",
+	  "lanes: [{ name: e, subnet: 10.9.0.0/24, doors: { forward: 3128, names: 3128 } }]\n",
+	  "t.yaml:1:72: lanes[0].doors.names: port 3128 is already the forward door" },
+	{ "dns_door_without_doors",
+	  "lanes: [{ name: e, subnet: 10.9.0.0/24, doors: { dns: 5353 } }]\n",
+	  "t.yaml:1:55: lanes[0].doors: a lane without doors has no DNS or name door" },
 };
 
 static void
@@ -570,6 +579,33 @@ test_default_config(void **state)
 }
 
 /* An empty file is every default. */
+/* The DNS and name doors: on every lane with doors, 53 and the first free
+ * port of 3130..3139 unless given. */
+static void
+test_lane_dns_doors(void **state)
+{
+	const char *yaml = "lanes:\n"
+			   "  - { name: a, subnet: 10.9.0.0/24, doors: { forward: 3130, socks: 3131 } }\n"
+			   "  - { name: b, subnet: 10.9.1.0/24, doors: { forward: 3128, dns: 5353, names: 4000 } }\n"
+			   "  - { name: c, subnet: 10.9.2.0/24 }\n";
+	struct conf_diag d;
+	struct conf *c;
+
+	(void)state;
+	conf_diag_init(&d);
+	c = conf_load_mem("t.yaml", yaml, strlen(yaml), &d);
+	if (!c)
+		fail_msg("%s", d.n ? d.lines[0] : "?");
+	assert_int_equal(c->lanes[0].door_dns, 53);
+	assert_int_equal(c->lanes[0].door_names, 3132);
+	assert_int_equal(c->lanes[1].door_dns, 5353);
+	assert_int_equal(c->lanes[1].door_names, 4000);
+	assert_int_equal(c->lanes[2].door_dns, 0);
+	assert_int_equal(c->lanes[2].door_names, 0);
+	conf_unref(c);
+	conf_diag_fini(&d);
+}
+
 static void
 test_empty_is_defaults(void **state)
 {
@@ -696,6 +732,7 @@ main(void)
 		cmocka_unit_test(test_load_file_errors),
 		cmocka_unit_test(test_cidr_helpers),
 		cmocka_unit_test(test_host_check),
+		cmocka_unit_test(test_lane_dns_doors),
 		cmocka_unit_test(test_secrets_resolve),
 		cmocka_unit_test(test_empty_is_defaults),
 		cmocka_unit_test(test_default_config),

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "access.h"
+#include "conf.h"
 #include "conn.h"
 #include "log.h"
 #include "reason.h"
@@ -278,6 +279,88 @@ test_write_file(void **state)
 	unlink(path);
 }
 
+/* The longest line: every field at 299 bytes and an inject= list of
+ * GW_INJECT_MAX names at CONF_CRED_NAME_MAX each goes whole, to a file
+ * (text and JSON) and through the daemon's log (access_log: stderr, text;
+ * a JSON line is written to stderr itself, not through the log). */
+static void
+test_longest_line(void **state)
+{
+	char path[] = "/tmp/sl-test-access.XXXXXX", buf[2 * GW_ACCESS_LINE_MAX];
+	static char f[300], inj[GW_CONN_INJECT_MAX];
+	struct gw_access a = intercepted;
+	size_t o = 0;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	memset(f, 'f', sizeof(f) - 1);
+	for (int i = 0; i < GW_INJECT_MAX; i++) {
+		if (i)
+			inj[o++] = ',';
+		memset(inj + o, 'a' + i, CONF_CRED_NAME_MAX);
+		o += CONF_CRED_NAME_MAX;
+	}
+	assert_true(o < sizeof(inj));
+	a.client = a.src = a.policy = a.method = a.host = a.upstream = a.mode = a.sni = f;
+	a.alpn_down = a.alpn_up = a.layer = f;
+	a.inject = inj;
+	a.bytes_in = a.bytes_out = a.duration_ms = UINT64_MAX;
+	a.status = 999;
+	a.port = 65535;
+	assert_true(gw_access_format(&a, false, NULL, buf, GW_ACCESS_LINE_MAX) > 0);
+	assert_true(gw_access_format(&a, true, "2026-01-01T00:00:00.000Z", buf, GW_ACCESS_LINE_MAX) > 0);
+
+	for (int json = 0; json < 2; json++) {
+		for (int via_log = 0; via_log < 2 - json; via_log++) {
+			assert_int_equal(ftruncate(fd, 0), 0);
+			gw_log_setup(CONF_LOG_INFO, json ? CONF_LOG_JSON : CONF_LOG_TEXT,
+				     via_log ? fd : 2);
+			assert_int_equal(gw_access_setup(via_log ? "stderr" : path), 0);
+			gw_access_write(&a);
+			slurp(path, buf, sizeof(buf));
+			if (!strstr(buf, json ? "\"inject\":\"" : " inject=") ||
+			    strncmp(strstr(buf, json ? "\"inject\":\"" : " inject=") +
+					    (json ? 10 : 8), inj, o) != 0)
+				fail_msg("json %d, through the log %d: inject= is not whole", json,
+					 via_log);
+			assert_int_equal(strchr(buf, '\n') - buf + 1, (long)strlen(buf));
+		}
+	}
+	gw_log_setup(CONF_LOG_INFO, CONF_LOG_TEXT, 2);
+	assert_int_equal(gw_access_setup("off"), 0);
+	close(fd);
+	unlink(path);
+}
+
+/* inject= from a request's credentials: every name, ','-separated, when
+ * they fit; else as many as leave room for a visible "...". */
+static void
+test_inject_list(void **state)
+{
+	struct conf_credential c[3] = { { .name = (char *)"one" }, { .name = (char *)"two" },
+					{ .name = (char *)"three" } };
+	struct gw_conn_req r = { .inject = { &c[0], &c[1], &c[2] }, .ninject = 3 };
+	char out[GW_CONN_INJECT_MAX];
+
+	(void)state;
+	gw_conn_req_inject(&r, out, sizeof(out));
+	assert_string_equal(out, "one,two,three");
+	gw_conn_req_inject(&r, out, 14);
+	assert_string_equal(out, "one,two,three");
+	gw_conn_req_inject(&r, out, 13);
+	assert_string_equal(out, "one,two,...");
+	gw_conn_req_inject(&r, out, 8);
+	assert_string_equal(out, "one,...");
+	gw_conn_req_inject(&r, out, 7);
+	assert_string_equal(out, "...");
+	gw_conn_req_inject(&r, out, 3);
+	assert_string_equal(out, "");
+	r.ninject = 0;
+	gw_conn_req_inject(&r, out, sizeof(out));
+	assert_string_equal(out, "");
+}
+
 int
 main(void)
 {
@@ -291,6 +374,8 @@ main(void)
 		cmocka_unit_test(test_json_intercepted),
 		cmocka_unit_test(test_mode_names),
 		cmocka_unit_test(test_write_file),
+		cmocka_unit_test(test_longest_line),
+		cmocka_unit_test(test_inject_list),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1715,6 +1715,54 @@ static void test_names(void **state)
 	assert_string_equal(gw_h1_body_state_name(GW_H1_BS__COUNT), "?");
 }
 
+/* The caller's buffer moved: every span of the head and of the target
+ * follows it (the old bytes wiped, then freed: nothing reads them after),
+ * and a span pointing elsewhere stays. */
+static void test_rebase(void **state)
+{
+	static const char req[] =
+		"POST http://h.test:81/p/a?q=1&r HTTP/1.1\r\nHost: h.test:81\r\n"
+		"Connection: keep-alive, X-Hop\r\nX-Hop: 1\r\nContent-Length: 3\r\n\r\nabc";
+	static const char elsewhere[] = "/";
+	struct gw_h1_parser p;
+	struct gw_h1_head h, h0;
+	struct gw_h1_target t;
+	struct gw_h1_error err;
+	size_t n = sizeof(req) - 1;
+	char *a = malloc(n), *b = malloc(2 * n);
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	memcpy(a, req, n);
+	gw_h1_parser_init(&p, GW_H1_REQUEST, 8192);
+	assert_int_equal(gw_h1_head_parse(&p, a, n, &h), GW_H1_DONE);
+	assert_int_equal(gw_h1_target_parse(h.target.p, h.target.len, h.method_id, &t, &err), 0);
+	h0 = h;
+	t.query = (struct gw_h1_span){ elsewhere, 1 };
+	memcpy(b, a, n);
+	gw_h1_head_rebase(&h, a, n, b);
+	gw_h1_target_rebase(&t, a, n, b);
+	memset(a, 'x', n);
+	free(a);
+	assert_true(h.method.p == b);
+	assert_memory_equal(h.target.p, "http://h.test:81/p/a?q=1&r", h.target.len);
+	assert_memory_equal(h.host.p, "h.test:81", h.host.len);
+	assert_int_equal(h.nheaders, h0.nheaders);
+	assert_int_equal(h.nheaders, 4);
+	for (size_t i = 0; i < h.nheaders; i++) {
+		assert_true(h.headers[i].name.p > b && h.headers[i].name.p < b + n);
+		assert_true(h.headers[i].value.p > b && h.headers[i].value.p < b + n);
+		assert_int_equal(h.headers[i].value.len, h0.headers[i].value.len);
+	}
+	assert_memory_equal(h.headers[3].value.p, "3", 1);
+	assert_true(gw_h1_hop_by_hop(&h, "x-hop", 5));
+	assert_memory_equal(t.host.p, "h.test", t.host.len);
+	assert_memory_equal(t.path.p, "/p/a", t.path.len);
+	assert_ptr_equal(t.query.p, elsewhere);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1872,6 +1920,7 @@ int main(void)
 		cmocka_unit_test(test_good_messages_split),
 		cmocka_unit_test(test_writer),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_rebase),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

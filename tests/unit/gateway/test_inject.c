@@ -27,7 +27,9 @@
 
 #include "../sl_test.h"
 
+#include "access.h"
 #include "conf.h"
+#include "conn.h"
 #include "doors_harness.h"
 #include "exchange-t.h"
 #include "fwd.h"
@@ -372,7 +374,7 @@ struct built {
 	int rc;                 /* gw_h1x_build_request() */
 	char head[20000];
 	size_t len;
-	char inject[160];
+	char inject[GW_CONN_INJECT_MAX];
 };
 
 /* Plans and rebuilds `req` as the exchange would for host:port (the
@@ -407,7 +409,7 @@ build(const struct gw_policy *p, const char *host, uint16_t port, bool tls, cons
 		/* a head with a credential in it is wiped when freed */
 		assert_true(x->up.hsecret == (x->inj.n > 0 || x->inj.sentinels));
 	}
-	snprintf(out->inject, sizeof(out->inject), "%s", x->base.req.inject);
+	gw_conn_req_inject(&x->base.req, out->inject, sizeof(out->inject));
 	gw_half_free(&x->up);
 	gw_half_free(&x->down);
 	free(x);
@@ -591,8 +593,9 @@ test_sentinels_replaced(void **state)
 }
 
 /* Query credentials over TLS: %XX for all but unreserved bytes, the
- * client's parameters of that name (exactly that name) removed, the
- * others kept in order, a fragment-less target otherwise unchanged. */
+ * client's parameters of that name (exactly that name, as sent or
+ * spelled with %XX) removed, the others kept in order, a fragment-less
+ * target otherwise unchanged. */
 static void
 test_query(void **state)
 {
@@ -615,6 +618,14 @@ test_query(void **state)
 	build(p, "q.test", 443, true, "GET /? HTTP/1.1\r\nHost: q.test\r\n\r\n", &b);
 	expect_head(&b, "GET /?api_key=" QV_ENC "&sig=" KEY " HTTP/1.1\r\nHost: q.test\r\n"
 			"Via: 1.1 sluice\r\n\r\n");
+	/* the client's copy spelled with %XX (either case of hex) is the same
+	 * parameter to the origin: removed too; a '%' without two hex digits,
+	 * or a name that only decodes to a longer or shorter one, is not */
+	build(p, "q.test", 443, true,
+	      "GET /?api%5Fkey=1&api%5fkey=2&%61%70%69_key&%73ig=3&api%5Gkey=4&api%5&api%5Fkeys=5"
+	      "&api%5Fke=6 HTTP/1.1\r\nHost: q.test\r\n\r\n", &b);
+	expect_head(&b, "GET /?api%5Gkey=4&api%5&api%5Fkeys=5&api%5Fke=6&api_key=" QV_ENC "&sig=" KEY
+			" HTTP/1.1\r\nHost: q.test\r\nVia: 1.1 sluice\r\n\r\n");
 	/* the absolute form, as the forward door has it */
 	build(p, "q.test", 443, true, "GET https://q.test/p?sig=1&z HTTP/1.1\r\nHost: q.test\r\n\r\n",
 	      &b);
@@ -640,6 +651,133 @@ test_inject_names(void **state)
 	expect_head(&b, "GET / HTTP/1.1\r\nHost: n.test\r\nX-A: " KEY "\r\nX-B: " KEY "\r\n"
 			"X-C: " KEY "\r\nVia: 1.1 sluice\r\n\r\n");
 	assert_string_equal(b.inject, "tok2,tok,to");
+	gw_policy_free(p);
+}
+
+/* inject= holds every name a request can get: GW_INJECT_MAX credentials
+ * whose names sluice made from a long host pattern and a long header
+ * name (each over 300 bytes), none dropped, none cut; and the access
+ * line carries the whole list, in text and in JSON. */
+static void
+test_inject_names_all(void **state)
+{
+	char host[260], entries[16384], want[GW_CONN_INJECT_MAX], req[512], line[GW_ACCESS_LINE_MAX];
+	size_t o = 0, w = 0;
+	struct gw_policy *p;
+	struct built b;
+	struct gw_access a = { .door = "forward", .decision = "allow" };
+
+	(void)state;
+	/* four labels of 61 and ".test": 254 bytes, the longest host */
+	for (int i = 0; i < 4; i++)
+		o += (size_t)snprintf(host + o, sizeof(host) - o, "%.61s.",
+				      "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh");
+	snprintf(host + o, sizeof(host) - o, "test");
+	assert_int_equal(strlen(host), 252);
+	o = 0;
+	for (int i = 0; i < GW_INJECT_MAX; i++) {
+		o += (size_t)snprintf(entries + o, sizeof(entries) - o,
+				      "      - { host: %s, header: X-%d-%.60s, value: \"${env:SL_INJ_KEY}\" }\n",
+				      host, i, "Long-Header-Name-Long-Header-Name-Long-Header-Name-Long-H");
+		w += (size_t)snprintf(want + w, sizeof(want) - w, "%s%s/x-%d-%.60s", i ? "," : "", host,
+				      i, "long-header-name-long-header-name-long-header-name-long-h");
+	}
+	assert_true(strlen(want) > 8 * 300);
+	p = layer(entries);
+	snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", host);
+	build(p, host, 443, true, req, &b);
+	assert_int_equal(b.rc, 0);
+	assert_string_equal(b.inject, want);
+
+	a.inject = b.inject;
+	a.host = host;
+	a.sni = host;
+	assert_true(gw_access_format(&a, false, NULL, line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, " inject="));
+	assert_string_equal(strstr(line, " inject=") + 8, want);
+	assert_true(gw_access_format(&a, true, "t", line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, want));
+	gw_policy_free(p);
+}
+
+static void
+grab_akid(void *arg, const char *env, const char *v)
+{
+	if (strcmp(env, "AWS_ACCESS_KEY_ID") == 0)
+		snprintf(arg, 32, "%s", v);
+}
+
+/* SigV4's plan for a client that sends no X-Amz-Content-SHA256 (what
+ * test_hold.c drives through the door): no body, signed at once; a body
+ * (by length or chunked) within the bound, held, not signed yet, and its
+ * Authorization never sent unsigned; with the field, signed at once and
+ * streamed. (A Content-Length past the bound is refused: test_hold.c.) */
+static void
+test_sigv4_plan(void **state)
+{
+	struct gw_policy *p = layer(
+		"      - { name: aws, kind: sigv4, host: \"*.amazonaws.com\", access_key_id: "
+		"AKIAIOSFODNN7EXAMPLE, secret: \"${env:SL_INJ_KEY}\" }\n");
+	static const struct {
+		const char *extra;
+		bool hold;
+	} cases[] = {
+		{ "", false },
+		{ "Content-Length: 0\r\n", false },
+		{ "Content-Length: 2\r\n", true },
+		{ "Content-Length: 1048576\r\n", true },
+		{ "Transfer-Encoding: chunked\r\n", true },
+		{ "X-Amz-Content-SHA256: UNSIGNED-PAYLOAD\r\nContent-Length: 2\r\n", false },
+		{ "X-Amz-Content-SHA256: " "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+		  "\r\nTransfer-Encoding: chunked\r\n", false },
+	};
+	char akid[32] = "";
+
+	(void)state;
+	gw_policy_placeholders(p, grab_akid, akid);
+	assert_int_equal(strlen(akid), 20);
+	for (size_t i = 0; i < N(cases); i++) {
+		struct gw_h1x *x = calloc(1, sizeof(*x));
+		struct gw_h1_parser ps;
+		struct gw_h1_error terr;
+		char req[1024];
+
+		assert_non_null(x);
+		snprintf(req, sizeof(req),
+			 "POST /?Action=X HTTP/1.1\r\nHost: sts.amazonaws.com\r\n"
+			 "X-Amz-Date: 20150830T123600Z\r\n%sAuthorization: AWS4-HMAC-SHA256 "
+			 "Credential=%s/20150830/us-east-1/sts/aws4_request, "
+			 "SignedHeaders=host;x-amz-date, Signature=%064d\r\n\r\n",
+			 cases[i].extra, akid, 0);
+		gw_h1_parser_init(&ps, GW_H1_REQUEST, 65536);
+		assert_int_equal(gw_h1_head_parse(&ps, req, strlen(req), &x->reqh), GW_H1_DONE);
+		assert_int_equal(gw_h1_target_parse(x->reqh.target.p, x->reqh.target.len,
+						    x->reqh.method_id, &x->target, &terr), 0);
+		x->base.policy = p;
+		snprintf(x->base.req.host, sizeof(x->base.req.host), "sts.amazonaws.com");
+		x->base.req.port = 443;
+		x->up_tls = true;
+		assert_int_equal(gw_inject_plan(x), 0);
+		if (x->inj.hold != cases[i].hold || (x->inj.authz != NULL) == cases[i].hold)
+			fail_msg("%s: hold %d, signed %d", cases[i].extra, x->inj.hold,
+				 x->inj.authz != NULL);
+		assert_ptr_equal(x->inj.sigv4, x->inj.c[0]);
+		/* a head built before the body came (not done, but were it):
+		 * no Authorization, never the placeholder-signed one */
+		assert_int_equal(gw_h1x_build_request(x), 0);
+		x->up.hbuf[x->up.hlen - 1] = '\0';
+		if (cases[i].hold) {
+			assert_null(strstr(x->up.hbuf, "Authorization"));
+			assert_null(strstr(x->up.hbuf, "SLUICE"));
+		} else {
+			assert_non_null(strstr(x->up.hbuf, "\r\nAuthorization: AWS4-HMAC-SHA256 "
+							   "Credential=AKIAIOSFODNN7EXAMPLE/"));
+		}
+		free(x->inj.authz);
+		gw_half_free(&x->up);
+		gw_half_free(&x->down);
+		free(x);
+	}
 	gw_policy_free(p);
 }
 
@@ -688,6 +826,8 @@ main(void)
 		cmocka_unit_test(test_sentinels_replaced),
 		cmocka_unit_test(test_query),
 		cmocka_unit_test(test_inject_names),
+		cmocka_unit_test(test_inject_names_all),
+		cmocka_unit_test(test_sigv4_plan),
 		cmocka_unit_test(test_long_values_fit),
 	};
 

@@ -290,9 +290,9 @@ test_door_decisions(void **state)
 	access_write("forward", "deny", GW_R_NOT_ALLOWED);
 	access_write("forward", "allow", GW_R_NONE);
 	access_write("socks", "report", GW_R_PRIVATE_ADDRESS);
-	access_write("tls", "deny", GW_R_TLS_NO_SNI);
-	access_write("tls", "deny", GW_R_TLS_NO_SNI);
-	access_write("tls", "deny", GW_R_TLS_NO_SNI);
+	access_write("sni", "deny", GW_R_TLS_NO_SNI);
+	access_write("sni", "deny", GW_R_TLS_NO_SNI);
+	access_write("sni", "deny", GW_R_TLS_NO_SNI);
 	/* Unknown names count as other; a reason out of range as internal. */
 	access_write("lane-9", "allow", GW_R_NONE);
 	access_write(NULL, "maybe", GW_R_BAD_PORT);
@@ -314,7 +314,7 @@ test_door_decisions(void **state)
 	                     "reason=\"none\"} 1");
 	assert_has_line(b.p, "sluice_door_decisions_total{door=\"socks\",decision=\"report\","
 	                     "reason=\"private-address\"} 1");
-	assert_has_line(b.p, "sluice_door_decisions_total{door=\"tls\",decision=\"deny\","
+	assert_has_line(b.p, "sluice_door_decisions_total{door=\"sni\",decision=\"deny\","
 	                     "reason=\"tls-no-sni\"} 3");
 	assert_has_line(b.p, "sluice_door_decisions_total{door=\"other\",decision=\"allow\","
 	                     "reason=\"none\"} 1");

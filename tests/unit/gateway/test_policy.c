@@ -1080,6 +1080,54 @@ static void test_check_addr(void **state)
 	gw_policy_free(p);
 }
 
+/* gw_policy_check_name(): what the DNS door answers. A name is allowed
+ * when some port is (a rule without a port, or a rule's own port); a
+ * deny without a port, an address or a bad name never is. */
+static void test_check_name(void **state)
+{
+	static const struct {
+		const char *host;
+		int rc;
+		enum gw_reason why;
+	} v[] = {
+		/* refusals first */
+		{ "bad.example.org", -EACCES, GW_R_DENIED },     /* deny, every port */
+		{ "x.evil.example.org", -EACCES, GW_R_DENIED },
+		{ "other.test", -EACCES, GW_R_NOT_ALLOWED },
+		{ "10.0.0.5", -EACCES, GW_R_BAD_HOST },          /* allowed as an address */
+		{ "Example.com", -EACCES, GW_R_BAD_HOST },       /* not normalised */
+		{ "", -EACCES, GW_R_BAD_HOST },
+		{ "example.org", -EACCES, GW_R_NOT_ALLOWED },    /* a wildcard's apex */
+		/* allowed */
+		{ "example.com", 0, GW_R_NONE },                 /* 80/443; 8080 denied */
+		{ "a.example.org", 0, GW_R_NONE },
+		{ "api.internal.test", 0, GW_R_NONE },           /* 8443 only */
+		{ "a.svc.test", 0, GW_R_NONE },                  /* *.svc.test:9000 */
+		{ "good.evil.example.org", -EACCES, GW_R_DENIED }, /* deny wins */
+	};
+	struct gw_policy *p = gw_policy_new(&base, NULL), *n;
+	struct conf_hostpats narrow = LIST(tenant_egress);
+	struct gw_policy_decision d;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		int rc = gw_policy_check_name(p, v[i].host, &d);
+
+		if (rc != v[i].rc || d.reason != v[i].why)
+			fail_msg("%s: rc %d reason %d, wanted %d %d", v[i].host, rc, d.reason,
+				 v[i].rc, v[i].why);
+		assert_int_equal(d.allow, rc == 0);
+	}
+	assert_int_equal(gw_policy_check_name(NULL, "example.com", &d), -EACCES);
+	gw_policy_free(p);
+	/* narrowed: pypi.org is the tenant's on 443 only: still a name */
+	n = gw_policy_new(&gh, &narrow);
+	assert_int_equal(gw_policy_check_name(n, "pypi.org", &d), 0);
+	assert_int_equal(gw_policy_check_name(n, "example.com", &d), -EACCES);
+	assert_true(d.by_tenant);
+	gw_policy_free(n);
+}
+
 /* ---- scale -------------------------------------------------------------- */
 
 #define BIG 10000
@@ -1175,6 +1223,7 @@ int main(void)
 		cmocka_unit_test(test_version_kinds),
 		cmocka_unit_test(test_lifetime),
 		cmocka_unit_test(test_check_addr),
+		cmocka_unit_test(test_check_name),
 		cmocka_unit_test(test_ten_thousand_rules),
 	};
 

@@ -859,6 +859,29 @@ more_doors(struct expr_list *l)
 	assert_string_equal(nftnl_expr_get_str(l->x[7], NFTNL_EXPR_LOOKUP_SET), "doors");
 }
 
+/* The doors rules: TCP, then UDP (the DNS door): the l4proto compared. */
+static void
+more_doors_tcp(struct expr_list *l)
+{
+	uint32_t len;
+	const uint8_t *v = nftnl_expr_get(l->x[3], NFTNL_EXPR_CMP_DATA, &len);
+
+	more_doors(l);
+	assert_int_equal(len, 1);
+	assert_int_equal(v[0], IPPROTO_TCP);
+}
+
+static void
+more_doors_udp(struct expr_list *l)
+{
+	uint32_t len;
+	const uint8_t *v = nftnl_expr_get(l->x[3], NFTNL_EXPR_CMP_DATA, &len);
+
+	more_doors(l);
+	assert_int_equal(len, 1);
+	assert_int_equal(v[0], IPPROTO_UDP);
+}
+
 #define N_SBX 700 /* more than one element message per set */
 
 static void
@@ -915,7 +938,7 @@ test_reconcile(void **state)
 	           "immediate nat",
 	           more_http);
 	check_rule(&d.m[19], "meta cmp meta cmp payload payload payload lookup immediate",
-	           more_doors);
+	           more_doors_tcp);
 	for (i = 13; i < d.n; i++) {
 		const struct msg *m = &d.m[i];
 
@@ -942,11 +965,15 @@ test_reconcile(void **state)
 	}
 	assert_int_equal(rules[0], 3);
 	assert_int_equal(rules[1], 2); /* one transparent lane, two ports */
-	assert_int_equal(rules[2], 2);
-	assert_int_equal(rules[3], 3); /* count, the doors' answers, drop */
-	check_rule(&d.m[21], "meta cmp meta cmp meta cmp payload payload payload lookup immediate",
+	assert_int_equal(rules[2], 3); /* lo, the doors over TCP, over UDP (DNS) */
+	assert_int_equal(rules[3], 4); /* count, the doors' answers (TCP, UDP), drop */
+	check_rule(&d.m[20], "meta cmp meta cmp payload payload payload lookup immediate",
+	           more_doors_udp);
+	check_rule(&d.m[22], "meta cmp meta cmp meta cmp payload payload payload lookup immediate",
 	           NULL);
-	check_rule(&d.m[22], "meta cmp immediate", NULL);
+	check_rule(&d.m[23], "meta cmp meta cmp meta cmp payload payload payload lookup immediate",
+	           NULL);
+	check_rule(&d.m[24], "meta cmp immediate", NULL);
 	assert_int_equal(nobj, 2 * N_SBX);
 	assert_int_equal(elems[0], N_SBX);
 	assert_int_equal(elems[1], N_SBX);
@@ -968,10 +995,10 @@ test_reconcile_empty(void **state)
 	(void)state;
 	assert_int_equal(fw_build_reconcile(b, NULL, 0, NULL, 0), 0);
 	decode(b, &d);
-	assert_int_equal(d.n, 1 + 3 + 5 + 4 + 8 + 1);
+	assert_int_equal(d.n, 1 + 3 + 5 + 4 + 10 + 1);
 	for (size_t i = 0; i < d.n; i++)
 		rules += d.m[i].type == NFT_MSG_NEWRULE;
-	assert_int_equal(rules, 8);
+	assert_int_equal(rules, 10);
 	dec_free(&d);
 	fw_batch_free(b);
 }
