@@ -65,12 +65,8 @@ status_text(unsigned status)
 	case 403: return "Forbidden";
 	case 405: return "Method Not Allowed";
 	case 407: return "Proxy Authentication Required";
-	/* An exchange's deadlines follow what it waits on (deadline.h); for a
-	 * head or a held body, any byte in or out is activity. */
-	if (c->state == H1X_EXCHANGE)
-		gw_h1x_deadline_arm(x);
-	else if ((c->state == H1X_HEAD || c->state == H1X_HOLD) &&
-		 io != x->up.in + x->up.out + x->down.in + x->down.out)
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
 	case 421: return "Misdirected Request";
 	case 431: return "Request Header Fields Too Large";
 	case 501: return "Not Implemented";
