@@ -156,6 +156,10 @@ struct conf_gateway {
 	uint32_t max_header_bytes;
 	uint32_t connect_timeout_ms;
 	uint32_t idle_timeout_ms;
+	uint32_t response_timeout_ms;   /* the origin silent while owed bytes */
+	uint32_t body_timeout_ms;       /* a request body's whole time; 0: none */
+	uint32_t body_min_rate;         /* bytes/s a request body keeps; 0: none */
+	uint32_t body_min_rate_grace_ms; /* ... after this much of it */
 	char *access_log;               /* "stderr", "off" or a path */
 };
 

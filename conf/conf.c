@@ -1211,9 +1211,11 @@ load_gateway(struct ctx *x, const struct cy_node *n)
 					    "access_log", NULL };
 	static const char *const lkeys[] = { "forward", "socks", NULL };
 	static const char *const limkeys[] = { "max_connections", "max_header_bytes",
-					       "connect_timeout_ms", "idle_timeout_ms", NULL };
+					       "connect_timeout_ms", "idle_timeout_ms",
+					       "response_timeout_ms", "body_timeout_ms",
+					       "body_min_rate", "body_min_rate_grace_ms", NULL };
 	struct conf_gateway *g = &x->c->gateway;
-	const struct cy_node *w, *l, *lim, *cl, *al;
+	const struct cy_node *w, *l, *lim, *cl, *al, *bt;
 	size_t cnt;
 
 	if (!cs_expect_map(x, n, "gateway", keys))
@@ -1254,6 +1256,18 @@ load_gateway(struct ctx *x, const struct cy_node *n)
 			100, 600000, &g->connect_timeout_ms);
 		get_u32(x, cs_map_get(lim, "idle_timeout_ms"), "gateway.limits.idle_timeout_ms",
 			1000, 86400000, &g->idle_timeout_ms);
+		get_u32(x, cs_map_get(lim, "response_timeout_ms"),
+			"gateway.limits.response_timeout_ms", 100, 86400000, &g->response_timeout_ms);
+		bt = cs_map_get(lim, "body_timeout_ms");
+		if (get_u32(x, bt, "gateway.limits.body_timeout_ms", 0, 86400000, &g->body_timeout_ms) &&
+		    g->body_timeout_ms > 0 && g->body_timeout_ms < 100)
+			cs_err_at(x, bt, "gateway.limits.body_timeout_ms: %u is out of range: 0 (no limit) "
+				  "or 100..86400000", g->body_timeout_ms);
+		get_u32(x, cs_map_get(lim, "body_min_rate"), "gateway.limits.body_min_rate", 0,
+			1073741824, &g->body_min_rate);
+		get_u32(x, cs_map_get(lim, "body_min_rate_grace_ms"),
+			"gateway.limits.body_min_rate_grace_ms", 100, 86400000,
+			&g->body_min_rate_grace_ms);
 	}
 	al = cs_map_get(n, "access_log");
 	if (cs_get_str(x, al, "gateway.access_log", &g->access_log) &&
@@ -1830,6 +1844,11 @@ set_defaults(struct conf *c, struct conf_arena *a)
 	c->gateway.max_header_bytes = 65536;
 	c->gateway.connect_timeout_ms = 10000;
 	c->gateway.idle_timeout_ms = 300000;
+	c->gateway.response_timeout_ms = 300000;
+	c->gateway.body_timeout_ms = 0;
+	/* Apache's mod_reqtimeout default (body=20,MinRate=500). */
+	c->gateway.body_min_rate = 500;
+	c->gateway.body_min_rate_grace_ms = 20000;
 	c->gateway.access_log = conf_arena_strndup(a, "stderr", 6);
 	/* certs.ca_cert and ca_key: in daemon.data_dir unless given
 	 * (certs_in_data_dir()). */

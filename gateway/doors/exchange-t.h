@@ -63,6 +63,24 @@ struct gw_h1x_half {
 struct gw_h1x;
 struct conf_credential;
 
+/* A response may bring this many 1xx heads before its final one: an
+ * origin that sends more is answered 502 upstream-too-many-1xx. */
+#define GW_H1X_MAX_INTERIM 16
+
+/* What the deadlines of an exchange under way (deadline.h) count from,
+ * in the loop's milliseconds. */
+struct gw_h1x_clock {
+	uint64_t body_start;    /* the request's body began to be read */
+	uint64_t rate_start;    /* the same, moved on by every pause */
+	uint64_t paused_at;     /* the client is not asked for its body since; 0: it is */
+	uint64_t body_in0;      /* bytes read from the client by then */
+	uint64_t up_at;         /* the origin's last progress */
+	uint64_t cli_at;        /* the client's last progress */
+	/* the byte counts (and 1xx heads) at the last look */
+	uint64_t seen_up_in, seen_up_out, seen_down_in, seen_down_out;
+	unsigned seen_interim;
+};
+
 /* The credentials the request under way gets (inject.h): planned before
  * the dial, applied when its head is rebuilt for an origin reached over
  * sluice's own verified TLS (or in the clear, for those that say so); at
@@ -162,6 +180,8 @@ struct gw_h1x {
 	 * head again each time, so parsed stays at its start). */
 	bool resp_short;
 	bool head_timed;        /* the head deadline is armed */
+	unsigned interim;       /* 1xx heads of the response under way */
+	struct gw_h1x_clock clock;
 	struct gw_inject inj;
 };
 

@@ -20,6 +20,7 @@
 
 #include "conf.h"
 #include "conn.h"
+#include "deadline.h"
 #include "dial.h"
 #include "exchange.h"
 #include "hold.h"
@@ -64,6 +65,7 @@ status_text(unsigned status)
 	case 403: return "Forbidden";
 	case 405: return "Method Not Allowed";
 	case 407: return "Proxy Authentication Required";
+	case 408: return "Request Timeout";
 	case 413: return "Content Too Large";
 	case 421: return "Misdirected Request";
 	case 431: return "Request Header Fields Too Large";
@@ -106,10 +108,13 @@ gw_h1x_refuse(struct gw_h1x *x, unsigned status, enum gw_reason reason, const ch
 		     "Content-Length: %d\r\nConnection: close\r\nVia: 1.1 sluice\r\n\r\n%s",
 		     status, status_text(status), gw_reason_name(reason), extra, blen, body);
 	x->down.hlen = (size_t)n;
-	x->down.out = x->down.hlen;     /* the access line counts what is sent */
+	/* The access line counts what is sent: in an exchange, the 1xx
+	 * heads that went before too. */
+	x->down.out = (c->state == H1X_EXCHANGE ? x->down.out : 0) + x->down.hlen;
 	c->req.status = status;
-	/* 502 and 504: allowed, but the way there failed. */
-	c->req.denied = status != 502 && status != 504;
+	/* 502 and 504: allowed, but the way there failed; 408: allowed, but
+	 * the client did not keep up. */
+	c->req.denied = status != 502 && status != 504 && status != 408;
 	c->req.bytes_out = x->down.out;
 	gw_conn_log(c, reason);
 	gw_conn_upstream_drop(c);
@@ -119,6 +124,39 @@ gw_h1x_refuse(struct gw_h1x *x, unsigned status, enum gw_reason reason, const ch
 	x->deadline_fixed = true;
 	gw_timer_arm(c->w->loop, &c->timer, H1X_HEAD_TIMEOUT_MS);
 	gw_conn_set_state(c, H1X_REFUSE);
+}
+
+/* Nothing of a final response has reached the client, and no 1xx head
+ * is half written: it can still be answered. */
+static bool
+h1x_answerable(const struct gw_h1x *x)
+{
+	const struct gw_h1x_half *d = &x->down;
+
+	return x->base.state == H1X_EXCHANGE &&
+	       (d->hpos == 0 || (d->hpos == d->hlen && !d->in_body));
+}
+
+void
+gw_h1x_fail(struct gw_h1x *x, unsigned status, enum gw_reason reason, const char *fmt, ...)
+{
+	struct gw_conn *c = &x->base;
+	char detail[512];
+	va_list ap;
+
+	/* The request body that went upstream is the client's too. */
+	if (x->up.out > x->up.hlen)
+		c->req.bytes_in += x->up.out - x->up.hlen;
+	if (!h1x_answerable(x)) {
+		gw_conn_close(c, reason);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	/* (gw_h1x_refuse() drops the upstream: a request cut short there
+	 * ends with the connection, never as a whole one.) */
+	gw_h1x_refuse(x, status, reason, "%s", detail);
 }
 
 /* ---- teardown ---- */
@@ -247,6 +285,29 @@ is_websocket_upgrade(const struct gw_h1_head *h)
 	       h->method_id == GW_H1_M_GET;
 }
 
+/* TRACE (and TRACK, its IIS twin) is never relayed: an origin echoes the
+ * request it got, with whatever a hop added (credentials, cookies: XST).
+ * An OPTIONS (or TRACE) with Max-Forwards: 0 is for this hop to answer
+ * (RFC 9110 7.6.2). Both get a 405 here. Method names are compared in any
+ * case: an origin may take "trace" for TRACE. True once answered. */
+static bool
+h1x_answered_here(struct gw_h1x *x)
+{
+	const struct gw_h1_head *h = &x->reqh;
+
+	if (gw_h1_method_ieq(h, "TRACE") || gw_h1_method_ieq(h, "TRACK")) {
+		gw_h1x_refuse(x, 405, GW_R_METHOD_NOT_ALLOWED, "%.*s is not relayed by sluice",
+			      (int)h->method.len, h->method.p);
+		return true;
+	}
+	if (gw_h1_method_ieq(h, "OPTIONS") && h->has_max_forwards && h->max_forwards == 0) {
+		gw_h1x_refuse(x, 405, GW_R_METHOD_NOT_ALLOWED,
+			      "OPTIONS with Max-Forwards: 0 ends here (RFC 9110 7.6.2)");
+		return true;
+	}
+	return false;
+}
+
 /* A request head is complete: the door decides, then resolve and connect
  * (or reuse the idle upstream connection of the same origin and client). */
 static void
@@ -272,8 +333,9 @@ h1x_request(struct gw_h1x *x)
 	if ((x->intercept ? gw_intercept_route(x) : x->route(x)) != 0)
 		return;
 	/* The credentials it gets, and every sentinel it holds checked,
-	 * before anything is dialled. */
-	if (gw_inject_plan(x) < 0)
+	 * before anything is dialled (a sentinel in a TRACE is a violation
+	 * first). */
+	if (gw_inject_plan(x) < 0 || h1x_answered_here(x))
 		return;
 	x->is_upgrade = !x->is_connect && is_websocket_upgrade(&x->reqh);
 	if (x->reqh.upgrade && !x->is_upgrade)
@@ -344,7 +406,9 @@ gw_h1x_start_exchange(struct gw_h1x *x)
 	x->close_after = false;
 	x->skip_up_read = true;         /* the request is not even sent yet */
 	x->resp_short = false;
+	x->interim = 0;
 	gw_conn_set_state(c, H1X_EXCHANGE);
+	gw_h1x_deadline_start(x);
 }
 
 /* A response head arrived from the origin. */
@@ -367,7 +431,10 @@ h1x_response_head(struct gw_conn *c)
 		return 1;
 	}
 	if (x->resph.status < 200) {
-		/* 100 Continue and friends: pass on, then read the next head. */
+		/* 100 Continue and friends: pass on, then read the next head;
+		 * an origin that never comes to a final one is cut off. */
+		if (++x->interim > GW_H1X_MAX_INTERIM)
+			return -E2BIG;
 		if (x->reqh.version_minor == 0 && x->resph.status == 100) {
 			/* An HTTP/1.0 client never asked for it. */
 			gw_h1_parser_init(&x->parser, GW_H1_RESPONSE, gw_conn_gateway(c)->max_header_bytes);
@@ -571,15 +638,24 @@ static void
 h1x_upstream_failed(struct gw_conn *c, int err)
 {
 	struct gw_h1x *x = h1x(c);
-	if (c->state == H1X_EXCHANGE && c->req.status == 0 && !x->down.in_body && x->down.out == 0) {
-		if (err)
-			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_RESET,
-				   "the origin reset the connection without a response: %s", strerror(err));
-		else
-			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_RESET, "the origin closed without a response");
-		return;
-	}
-	gw_conn_close(c, GW_R_UPSTREAM_RESET);
+
+	if (err)
+		gw_h1x_fail(x, 502, GW_R_UPSTREAM_RESET,
+			    "the origin reset the connection without a response: %s", strerror(err));
+	else
+		gw_h1x_fail(x, 502, GW_R_UPSTREAM_RESET, "the origin closed without a response");
+}
+
+/* The request's body broke its framing (a bad chunk size or line, data
+ * longer or shorter than its chunk, a forbidden trailer): 400 while the
+ * client can still be told, and the request upstream, begun, is cut. */
+static bool
+h1x_bad_request_body(struct gw_conn *c)
+{
+	struct gw_h1x *x = h1x(c);
+
+	gw_h1x_fail(x, 400, GW_R_BAD_REQUEST, "bad request body: %s", x->up.body.err.msg);
+	return c->state == H1X_REFUSE;
 }
 
 /* EXCHANGE: move request and response bytes. Returns false when nothing
@@ -593,10 +669,8 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 	int rc;
 
 	/* client -> upstream: body bytes already read are checked first */
-	if (gw_half_body(up) < 0) {
-		gw_conn_close(c, GW_R_BAD_REQUEST);
-		return false;
-	}
+	if (gw_half_body(up) < 0)
+		return h1x_bad_request_body(c);
 	rc = gw_half_write(up, c->up.x);
 	if (rc < 0) {
 		h1x_upstream_failed(c, -rc);
@@ -609,10 +683,8 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 
 		if (n > 0) {
 			moved = true;
-			if (gw_half_body(up) < 0) {
-				gw_conn_close(c, GW_R_BAD_REQUEST);
-				return false;
-			}
+			if (gw_half_body(up) < 0)
+				return h1x_bad_request_body(c);
 		} else if (n == 0) {
 			gw_conn_close(c, GW_R_CLIENT_CLOSED);
 			return false;
@@ -656,9 +728,9 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 		}
 		if (n == -ENOBUFS && x->resp_short) {
 			/* (The head parser's own limit is lower: not reached.) */
-			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_BAD_RESPONSE,
-				      "the origin's response head does not fit");
-			return true;
+			gw_h1x_fail(x, 502, GW_R_UPSTREAM_HEADER_TOO_LARGE,
+				    "the origin's response head does not fit");
+			return c->state == H1X_REFUSE;
 		}
 		if (n > 0)
 			x->resp_short = false;
@@ -675,8 +747,8 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 				down->done = true;
 				return true;
 			}
-			gw_conn_close(c, GW_R_UPSTREAM_RESET);
-			return false;
+			h1x_upstream_failed(c, 0);
+			return c->state == H1X_REFUSE;
 		}
 		if (n > 0)
 			moved = true;
@@ -690,14 +762,24 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 			return true;
 		}
 		if (r == GW_H1_ERROR) {
-			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_BAD_RESPONSE, "the origin's response: %s",
-				   x->resph.err.msg);
-			return true;
+			gw_h1x_fail(x, 502,
+				    x->resph.err.reason == GW_R_HEADER_TOO_LARGE
+					    ? GW_R_UPSTREAM_HEADER_TOO_LARGE
+					    : GW_R_UPSTREAM_BAD_RESPONSE,
+				    "the origin's response: %s", x->resph.err.msg);
+			return c->state == H1X_REFUSE;
 		}
 		rc = h1x_response_head(c);
+		if (rc == -E2BIG) {
+			gw_h1x_fail(x, 502, GW_R_UPSTREAM_TOO_MANY_1XX,
+				    "the origin sent more than %d 1xx heads without a final one",
+				    GW_H1X_MAX_INTERIM);
+			return c->state == H1X_REFUSE;
+		}
 		if (rc < 0) {
-			gw_h1x_refuse(x, 502, GW_R_UPSTREAM_BAD_RESPONSE, "the origin's response is not usable");
-			return true;
+			gw_h1x_fail(x, 502, GW_R_UPSTREAM_BAD_RESPONSE,
+				    "the origin's response is not usable");
+			return c->state == H1X_REFUSE;
 		}
 		if (rc > 0)
 			return true;    /* a tunnel now */
@@ -705,8 +787,9 @@ h1x_run_exchange(struct gw_conn *c, uint32_t *cev, uint32_t *uev)
 			return true;    /* send the 1xx first */
 	}
 	if (gw_half_body(down) < 0) {
-		gw_conn_close(c, GW_R_UPSTREAM_BAD_RESPONSE);
-		return false;
+		gw_h1x_fail(x, 502, GW_R_UPSTREAM_BAD_RESPONSE, "the origin's response body: %s",
+			    down->body.err.msg);
+		return c->state == H1X_REFUSE;
 	}
 	return true;
 }
@@ -803,10 +886,12 @@ gw_h1x_run(struct gw_conn *c)
 		cev = EPOLLIN | EPOLLOUT;
 		uev = c->up.x ? EPOLLIN | EPOLLOUT : 0;
 	}
-	/* Any byte in or out is activity: a slow but moving transfer is not
-	 * idle. */
-	if ((c->state == H1X_EXCHANGE || c->state == H1X_HEAD || c->state == H1X_HOLD) &&
-	    io != x->up.in + x->up.out + x->down.in + x->down.out)
+	/* An exchange's deadlines follow what it waits on (deadline.h); for a
+	 * head or a held body, any byte in or out is activity. */
+	if (c->state == H1X_EXCHANGE)
+		gw_h1x_deadline_arm(x);
+	else if ((c->state == H1X_HEAD || c->state == H1X_HOLD) &&
+		 io != x->up.in + x->up.out + x->down.in + x->down.out)
 		h1x_touch(c);
 	gw_conn_watch(c, cev, uev);
 }
@@ -850,8 +935,15 @@ gw_h1x_event(struct gw_conn *c, bool upstream, uint32_t events)
 void
 gw_h1x_timeout(struct gw_conn *c)
 {
-	/* Head, idle, refusal and linger deadlines all end the connection;
-	 * a dial keeps its own (DNS, connect) and answers 504 itself. */
+	/* An exchange's deadlines end in an answer while one can be given;
+	 * head, idle, refusal and linger deadlines end the connection; a
+	 * dial keeps its own (DNS, connect) and answers 504 itself. */
+	if (c->state == H1X_EXCHANGE) {
+		gw_h1x_deadline_fired(h1x(c));
+		if (!c->closed && c->state != H1X_EXCHANGE)
+			gw_h1x_run(c);
+		return;
+	}
 	gw_conn_close(c, c->state == H1X_LINGER || c->state == H1X_REFUSE ? GW_R_NONE
 									  : GW_R_IDLE_TIMEOUT);
 }

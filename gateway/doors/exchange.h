@@ -43,6 +43,15 @@ void gw_h1x_fini(struct gw_conn *c);
 void gw_h1x_refuse(struct gw_h1x *x, unsigned status, enum gw_reason reason, const char *fmt,
 		   ...) __attribute__((format(printf, 4, 5)));
 
+/* The request under way cannot go on (its body broke the rules, the
+ * origin failed or went silent, a deadline passed): answered as by
+ * gw_h1x_refuse() if nothing of a final response has reached the client
+ * yet (the request to the origin, if begun, is cut by dropping the
+ * upstream), else the connection ends and its line says `reason` (with
+ * the status already sent). For the exchange's own parts (deadline.c). */
+void gw_h1x_fail(struct gw_h1x *x, unsigned status, enum gw_reason reason, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* The request is routed, planned and, if its body had to be held first,
  * signed (hold.h): carries it over the idle upstream connection of the
  * same origin and client, or dials. */

@@ -589,9 +589,8 @@ gw_intercept_route(struct gw_h1x *x)
 	const struct gw_h1_header *hh = gw_h1_header_find(&x->reqh, "Host");
 	struct gw_h1_error terr = { 0 };
 
-	if (x->reqh.method_id == GW_H1_M_CONNECT ||
-	    (x->reqh.method.len == 5 && strncasecmp(x->reqh.method.p, "TRACE", 5) == 0) ||
-	    (x->reqh.method.len == 5 && strncasecmp(x->reqh.method.p, "TRACK", 5) == 0)) {
+	/* (TRACE and TRACK: refused for every door by the exchange.) */
+	if (gw_h1_method_ieq(&x->reqh, "CONNECT")) {
 		gw_h1x_refuse(x, 405, GW_R_METHOD_NOT_ALLOWED, "%.*s is not relayed here",
 			      (int)x->reqh.method.len, x->reqh.method.p);
 		return -1;

@@ -214,6 +214,8 @@ gw_h1x_build_request(struct gw_h1x *x)
 	size_t tcap = sizeof(raw) + x->inj.extra;
 	char *target;
 	int tl, hl, rc;
+	bool mf = x->reqh.has_max_forwards && x->reqh.max_forwards > 0 &&
+		  gw_h1_method_ieq(&x->reqh, "OPTIONS");
 
 	tl = snprintf(raw, sizeof(raw), "%.*s%s%.*s", (int)x->target.path.len,
 		      x->target.path.p, x->target.has_query ? "?" : "",
@@ -257,9 +259,24 @@ gw_h1x_build_request(struct gw_h1x *x)
 			continue;
 		if (gw_h1_hop_by_hop(&x->reqh, h->name.p, h->name.len))
 			continue;
+		/* Who the client is and where it came from are not the
+		 * client's to say (Forwarded, X-Forwarded-*, Sluice-*, ...). */
+		if (gw_h1_spoofable(GW_H1_REQUEST, h->name.p, h->name.len))
+			continue;
+		/* An OPTIONS counts its hops down (RFC 9110 7.6.2): written
+		 * below, one less (0 never gets here: exchange.c answers it). */
+		if (mf && h->name.len == 12 && strncasecmp(h->name.p, "Max-Forwards", 12) == 0)
+			continue;
 		gw_inject_header(x, &wr, h);
 	}
 	gw_inject_finish(x, &wr);
+	if (mf) {
+		char v[16];
+		int vl = snprintf(v, sizeof(v), "%u", x->reqh.max_forwards - 1);
+
+		gw_h1_write_header(&wr, (struct gw_h1_span){ "Max-Forwards", 12 },
+				   (struct gw_h1_span){ v, (size_t)vl });
+	}
 	if (x->reqh.has_content_length) {
 		write_length(&wr, x->reqh.content_length);
 	}
@@ -300,6 +317,10 @@ gw_h1x_build_response(struct gw_h1x *x, bool decode_chunked)
 		if (h->name.len == 14 && strncasecmp(h->name.p, "Content-Length", 14) == 0)
 			continue;
 		if (gw_h1_hop_by_hop(&x->resph, h->name.p, h->name.len))
+			continue;
+		/* Sluice-* is sluice's own voice (Sluice-Reason on a
+		 * refusal): an origin does not get to speak with it. */
+		if (gw_h1_spoofable(GW_H1_RESPONSE, h->name.p, h->name.len))
 			continue;
 		gw_h1_write_header(&wr, h->name, h->value);
 	}

@@ -80,6 +80,32 @@ h1_span_is_token(struct gw_h1_span s)
 	return s.len > 0 && gw_rd_span_all(h1_rd_span(s), &gw_h1_tchar);
 }
 
+/* A field name rule: the name itself, or (prefix) every name starting so. */
+struct h1_name_rule {
+	const char *name;
+	size_t len;
+	bool prefix;
+};
+
+#define H1_EXACT(lit) { lit, sizeof(lit) - 1, false }
+#define H1_PREFIX(lit) { lit, sizeof(lit) - 1, true }
+
+/* True if name[0..len) matches a rule of rules[0..n), case-insensitive.
+ * `cut`: only the name's first len bytes are known (it is longer), so only
+ * a prefix rule can match. */
+bool h1_name_in(const struct h1_name_rule *rules, size_t n, const char *name, size_t len,
+		bool cut);
+
+/* The request fields a client could forge to pass for sluice or an
+ * upstream proxy (gw_h1_spoofable() for requests); defined in http1.c. */
+extern const struct h1_name_rule h1_spoof_rules[];
+extern const size_t h1_nspoof_rules;
+
+/* A Host field value (RFC 9110 7.2: uri-host [ ":" port ], or empty): 0,
+ * or -EINVAL with err set (GW_R_USERINFO, GW_R_NON_ASCII_HOST,
+ * GW_R_BAD_HOST, GW_R_BAD_PORT, GW_R_BAD_REQUEST). In http1_target.c. */
+int h1_host_value_check(struct gw_h1_span v, struct gw_h1_error *err);
+
 /* A span into from[0..n) now points at the same place in to[0..n); one
  * elsewhere (NULL, a static string, another buffer) is left alone. The
  * old bytes must still be allocated: their address is compared. */

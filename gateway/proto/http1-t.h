@@ -18,6 +18,7 @@
 #define GW_H1_MAX_EMPTY_LINES 4    /* CRLFs skipped before a start line */
 #define GW_H1_MAX_CHUNK_LINE 4096  /* chunk-size line, extensions included */
 #define GW_H1_MAX_TRAILER_BYTES 8192 /* whole trailer section */
+#define GW_H1_TRAILER_NAME_KEPT 32  /* bytes of a trailer name kept to judge it */
 
 /* What a parse step returns. */
 enum gw_h1_result {
@@ -108,6 +109,9 @@ struct gw_h1_head {
 	bool conn_close;        /* "close" among the Connection tokens */
 	bool upgrade;           /* an Upgrade field is present */
 	bool expect_100_continue;
+	/* requests: Max-Forwards (RFC 9110 7.6.2), 1*DIGIT, saturated */
+	bool has_max_forwards;
+	uint32_t max_forwards;
 	struct gw_h1_span conn_tokens[GW_H1_MAX_CONN_TOKENS];
 	size_t nconn_tokens;
 
@@ -204,6 +208,10 @@ struct gw_h1_body {
 	size_t line_len;        /* bytes on the current chunk-size line */
 	size_t trailer_bytes;
 	size_t ntrailers;
+	/* the start of the trailer name being read, to refuse the fields a
+	 * trailer must not carry (gw_h1_body_feed()) */
+	char tname[GW_H1_TRAILER_NAME_KEPT];
+	size_t tname_len;       /* bytes of the name so far (may exceed tname) */
 	uint64_t payload;       /* payload bytes seen so far */
 	struct gw_h1_error err;
 };

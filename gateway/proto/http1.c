@@ -76,6 +76,11 @@ enum gw_h1_method gw_h1_method_parse(const char *s, size_t len)
 	return GW_H1_M_OTHER;
 }
 
+bool gw_h1_method_ieq(const struct gw_h1_head *h, const char *name)
+{
+	return h1_span_ieq(h->method, name);
+}
+
 /* ---- head ----------------------------------------------------------- */
 
 void gw_h1_parser_init(struct gw_h1_parser *p, enum gw_h1_kind kind,
@@ -272,6 +277,12 @@ static enum gw_h1_result on_transfer_encoding(struct gw_h1_head *out,
 	return GW_H1_AGAIN;
 }
 
+/* Fields a Connection header may not name. */
+static const struct h1_name_rule conn_forbidden[] = {
+	H1_EXACT("content-length"), H1_EXACT("transfer-encoding"), H1_EXACT("host"),
+	H1_EXACT("max-forwards"), H1_EXACT("via"), H1_EXACT("forwarded"),
+};
+
 static enum gw_h1_result on_connection(struct gw_h1_head *out,
 				       struct framing *f, struct gw_h1_span v)
 {
@@ -290,11 +301,41 @@ static enum gw_h1_result on_connection(struct gw_h1_head *out,
 		if (out->nconn_tokens >= GW_H1_MAX_CONN_TOKENS)
 			return FAIL("too many Connection tokens");
 		out->conn_tokens[out->nconn_tokens++] = t;
+		/* A field named here is dropped by the next hop: naming one
+		 * that frames or routes the message would have hops disagree
+		 * on where it ends or where it goes (RFC 9110 7.6.1). */
+		if (h1_name_in(conn_forbidden, sizeof(conn_forbidden) / sizeof(conn_forbidden[0]),
+			       t.p, t.len, false))
+			return FAIL("Connection names a framing or routing field");
 		if (h1_span_ieq(t, "close"))
 			out->conn_close = true;
 		else if (h1_span_ieq(t, "keep-alive"))
 			f->keep_alive_tok = true;
 	}
+	return GW_H1_AGAIN;
+}
+
+/* Max-Forwards = 1*DIGIT; a hop decrements it (RFC 9110 7.6.2), so two
+ * readings of it must not differ. */
+static enum gw_h1_result on_max_forwards(struct gw_h1_head *out, struct gw_h1_span v)
+{
+	uint64_t n = 0;
+	struct gw_rd r;
+	int c;
+
+	if (out->has_max_forwards)
+		return FAIL("repeated Max-Forwards");
+	out->has_max_forwards = true;
+	if (v.len == 0)
+		return FAIL("bad Max-Forwards");
+	gw_rd_init(&r, v.p, v.len);
+	while ((c = gw_rd_getc(&r)) >= 0) {
+		if (!h1_is(&gw_h1_digit, (unsigned char)c))
+			return FAIL("bad Max-Forwards");
+		if (n < UINT32_MAX)
+			n = n * 10 + (unsigned)(c - '0');
+	}
+	out->max_forwards = n < UINT32_MAX ? (uint32_t)n : UINT32_MAX;
 	return GW_H1_AGAIN;
 }
 
@@ -313,12 +354,20 @@ static enum gw_h1_result on_field(struct gw_h1_head *out, struct framing *f,
 		if (h1_span_ieq(h->value, "100-continue"))
 			out->expect_100_continue = true;
 	} else if (h1_span_ieq(h->name, "host") && out->kind == GW_H1_REQUEST) {
+		struct gw_h1_error err;
+
 		if (++f->nhost > 1)
 			return FAIL("repeated Host");
 		if (!gw_rd_span_none(h1_rd_span(h->value), &host_bad))
 			return FAIL("bad Host value");
+		/* What an origin would route by must be what sluice checks:
+		 * no userinfo, no raw UTF-8, nothing but host[:port]. */
+		if (h1_host_value_check(h->value, &err) < 0)
+			return head_fail(out, err.reason, err.msg);
 		out->host = h->value;
 		out->has_host = true;
+	} else if (h1_span_ieq(h->name, "max-forwards") && out->kind == GW_H1_REQUEST) {
+		return on_max_forwards(out, h->value);
 	}
 	return GW_H1_AGAIN;
 }
@@ -341,6 +390,12 @@ static enum gw_h1_result derive_framing(const struct gw_h1_parser *p,
 		if (out->has_transfer_encoding &&
 		    !(f->ncodings == 1 && f->last_chunked))
 			return FAIL("Transfer-Encoding other than chunked");
+		/* A CONNECT has no content (RFC 9110 9.3.6): bytes after its
+		 * head belong to the tunnel, so a body would go through
+		 * unchecked as the tunnel's first bytes. */
+		if (out->method_id == GW_H1_M_CONNECT &&
+		    (out->has_transfer_encoding || out->content_length > 0))
+			return FAIL("CONNECT with a body");
 	} else {
 		if (f->nchunked > 1 || (f->nchunked == 1 && !f->last_chunked))
 			return FAIL("chunked is not the final transfer coding");
@@ -548,6 +603,40 @@ bool gw_h1_conn_has(const struct gw_h1_head *h, const char *tok)
 		if (h1_span_ieq(h->conn_tokens[i], tok))
 			return true;
 	return false;
+}
+
+bool h1_name_in(const struct h1_name_rule *rules, size_t n, const char *name, size_t len,
+		bool cut)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (rules[i].prefix ? len >= rules[i].len
+				    : !cut && len == rules[i].len)
+			if (h1_mem_ieq(name, rules[i].len, rules[i].name, rules[i].len))
+				return true;
+	}
+	return false;
+}
+
+/* Who sent a request and through what: what an origin (or a proxy behind
+ * it) may believe about the client, and sluice's own namespace. */
+const struct h1_name_rule h1_spoof_rules[] = {
+	H1_EXACT("forwarded"), H1_PREFIX("x-forwarded-"), H1_EXACT("x-real-ip"),
+	H1_PREFIX("x-upstream-"), H1_PREFIX("sluice-"),
+	H1_EXACT("true-client-ip"), H1_EXACT("x-client-ip"), H1_EXACT("client-ip"),
+	H1_EXACT("x-cluster-client-ip"), H1_EXACT("cf-connecting-ip"),
+	H1_EXACT("fastly-client-ip"), H1_EXACT("x-originating-ip"), H1_EXACT("x-remote-ip"),
+	H1_EXACT("x-remote-addr"), H1_EXACT("x-original-url"), H1_EXACT("x-rewrite-url"),
+	H1_EXACT("x-host"),
+};
+const size_t h1_nspoof_rules = sizeof(h1_spoof_rules) / sizeof(h1_spoof_rules[0]);
+
+bool gw_h1_spoofable(enum gw_h1_kind kind, const char *name, size_t len)
+{
+	static const struct h1_name_rule ours[] = { H1_PREFIX("sluice-") };
+
+	if (kind == GW_H1_RESPONSE)
+		return h1_name_in(ours, 1, name, len, false);
+	return h1_name_in(h1_spoof_rules, h1_nspoof_rules, name, len, false);
 }
 
 bool gw_h1_hop_by_hop(const struct gw_h1_head *h, const char *name,

@@ -12,8 +12,9 @@
  *    test, and a bounded head writer.
  *
  * Errors carry an enum gw_reason (GW_R_BAD_REQUEST, GW_R_HEADER_TOO_LARGE;
- * target parsing also GW_R_USERINFO, GW_R_BAD_HOST, GW_R_NON_ASCII_HOST,
- * GW_R_BAD_PORT, GW_R_UNSUPPORTED) and a static message. The parser uses the
+ * a request's Host field and target parsing also GW_R_USERINFO,
+ * GW_R_BAD_HOST, GW_R_NON_ASCII_HOST, GW_R_BAD_PORT; target parsing also
+ * GW_R_UNSUPPORTED) and a static message. The parser uses the
  * same reasons for requests and responses: a caller parsing an upstream
  * response maps any error to GW_R_UPSTREAM_BAD_RESPONSE itself.
  */
@@ -45,6 +46,11 @@ void gw_h1_parser_set_request_method(struct gw_h1_parser *p,
  *               (the body, or the next message, starts there); spans in
  *               *out point into buf;
  *  GW_H1_ERROR  out->err says why; the message must be refused.
+ * Refused besides bad syntax and ambiguous framing: a Connection field
+ * naming Content-Length, Transfer-Encoding, Host, Max-Forwards, Via or
+ * Forwarded; in a request, a Host that is not empty or host[:port] (no
+ * userinfo, ASCII), a Max-Forwards that is not one 1*DIGIT, and a
+ * CONNECT with a body (Transfer-Encoding, or Content-Length above 0).
  * After DONE or ERROR, call gw_h1_parser_init() before the next head.
  * A 1xx response is a complete head with no body: parse the next head for
  * the final response. *out is only written on DONE or ERROR. */
@@ -75,9 +81,21 @@ void gw_h1_head_rebase(struct gw_h1_head *h, const char *from, size_t n,
 bool gw_h1_hop_by_hop(const struct gw_h1_head *h, const char *name,
 		      size_t len);
 
+/* True if the field `name[0..len)` tells who sent a message or through
+ * what, and a sender could forge it: for a request, Forwarded,
+ * X-Forwarded-*, X-Real-IP, X-Upstream-*, Sluice-* and the other
+ * client-address and URL-override fields origins are known to trust
+ * (True-Client-IP, X-Original-URL, ...); for a response, Sluice-* (what
+ * sluice says in its own answers). A proxy drops these when rebuilding. */
+bool gw_h1_spoofable(enum gw_h1_kind kind, const char *name, size_t len);
+
 /* True if the token `tok` (case-insensitive) is among the head's
  * Connection tokens. */
 bool gw_h1_conn_has(const struct gw_h1_head *h, const char *tok);
+
+/* True if the head's method is `name` in any case: methods are
+ * case-sensitive, but an origin may take "trace" for TRACE. */
+bool gw_h1_method_ieq(const struct gw_h1_head *h, const char *name);
 
 /* Method name ("" for OTHER) and lookup (case-sensitive). */
 const char *gw_h1_method_name(enum gw_h1_method m);
@@ -117,6 +135,12 @@ void gw_h1_body_init(struct gw_h1_body *b, enum gw_h1_body_kind kind,
  *    remain. Framing, extensions and trailers are validated and dropped.
  *  - GW_H1_RAW: data = in[0..*consumed), framing included, to forward as
  *    is; a call consumes all it can.
+ * Trailer fields are checked like a head's, and refused (RFC 9110 6.5.1)
+ * when they frame, route or authenticate the message or describe its
+ * content (Content-Length, Transfer-Encoding, Trailer, Content-*, Host,
+ * Connection and the other hop-by-hop fields, Max-Forwards, Expect,
+ * Authorization, Cookie, Set-Cookie, ...) or are gw_h1_spoofable() for a
+ * request: never relayed, whatever a recipient would make of them.
  * Returns GW_H1_AGAIN (not finished; if *consumed < len call again, else
  * wait for more bytes), GW_H1_DONE (the message ended within the consumed
  * bytes; in[*consumed..len) belongs to the next message; data may still be

@@ -64,6 +64,37 @@ static const char *body_fail(struct gw_h1_body *b, const char *msg)
 	return msg;
 }
 
+/* RFC 9110 6.5.1: a field that frames, routes or authenticates a message,
+ * or says what its content is, cannot come after the content. A trailer
+ * names one only to be merged into the head by some recipient (and
+ * ignored by others): refused rather than relayed. */
+static const struct h1_name_rule trailer_rules[] = {
+	/* framing and content */
+	H1_EXACT("content-length"), H1_EXACT("transfer-encoding"), H1_EXACT("trailer"),
+	H1_EXACT("content-encoding"), H1_EXACT("content-type"), H1_EXACT("content-range"),
+	/* routing and connection */
+	H1_EXACT("host"), H1_EXACT("connection"), H1_EXACT("keep-alive"),
+	H1_EXACT("proxy-connection"), H1_EXACT("te"), H1_EXACT("upgrade"), H1_EXACT("via"),
+	H1_EXACT("max-forwards"), H1_EXACT("expect"),
+	/* authentication */
+	H1_EXACT("authorization"), H1_EXACT("proxy-authorization"),
+	H1_EXACT("www-authenticate"), H1_EXACT("proxy-authenticate"),
+	H1_EXACT("authentication-info"), H1_EXACT("proxy-authentication-info"),
+	H1_EXACT("cookie"), H1_EXACT("set-cookie"),
+};
+
+/* The trailer name just read (its first bytes in tname) is one of those,
+ * or one a sender could forge (gw_h1_spoofable()). */
+static bool trailer_forbidden(const struct gw_h1_body *b)
+{
+	bool cut = b->tname_len > sizeof(b->tname);
+	size_t len = cut ? sizeof(b->tname) : b->tname_len;
+
+	return h1_name_in(trailer_rules, sizeof(trailer_rules) / sizeof(trailer_rules[0]),
+			  b->tname, len, cut) ||
+	       h1_name_in(h1_spoof_rules, h1_nspoof_rules, b->tname, len, cut);
+}
+
 /* Steps the chunked framing machine over one byte that is not payload.
  * Returns NULL, or the error message (state already ERROR). */
 static const char *chunk_byte(struct gw_h1_body *b, unsigned char c)
@@ -157,10 +188,14 @@ static const char *chunk_byte(struct gw_h1_body *b, unsigned char c)
 			return body_fail(b, "invalid byte in header name");
 		if (++b->ntrailers > GW_H1_MAX_HEADERS)
 			return body_fail(b, "too many trailer fields");
+		b->tname[0] = (char)c;
+		b->tname_len = 1;
 		body_set_state(b, GW_H1_BS_TRAILER_NAME);
 		return NULL;
 	case GW_H1_BS_TRAILER_NAME:
 		if (c == ':') {
+			if (trailer_forbidden(b))
+				return body_fail(b, "forbidden trailer field");
 			body_set_state(b, GW_H1_BS_TRAILER_VALUE);
 			return NULL;
 		}
@@ -171,6 +206,9 @@ static const char *chunk_byte(struct gw_h1_body *b, unsigned char c)
 			return body_fail(b, "header line without colon");
 		if (!h1_is(&gw_h1_tchar, c))
 			return body_fail(b, "invalid byte in header name");
+		if (b->tname_len < sizeof(b->tname))
+			b->tname[b->tname_len] = (char)c;
+		b->tname_len++;
 		return NULL;
 	case GW_H1_BS_TRAILER_VALUE:
 		if (c == '\r') {

@@ -29,12 +29,23 @@ static const struct gw_rd_class v6char = { .in = {
 	[':'] = 1, ['.'] = 1,
 } };
 
-/* path bytes: VCHAR but '#' and '?'; query bytes: VCHAR but '#' */
+/* RFC 3986 3.3, 3.4: path = *( pchar / "/" ), query = *( pchar / "/" /
+ * "?" ), pchar = unreserved / pct-encoded / sub-delims / ":" / "@". What
+ * else a client sends raw (", <, >, \, ^, `, {, |, }, [, ]) is left for
+ * each hop to escape or not, and so to read differently. */
 static const struct gw_rd_class path_byte = { .in = {
-	[0x21 ... 0x22] = 1, [0x24 ... 0x3e] = 1, [0x40 ... 0x7e] = 1,
+	['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 1,
+	['-'] = 1, ['.'] = 1, ['_'] = 1, ['~'] = 1, ['%'] = 1, ['!'] = 1,
+	['$'] = 1, ['&'] = 1, ['\''] = 1, ['('] = 1, [')'] = 1, ['*'] = 1,
+	['+'] = 1, [','] = 1, [';'] = 1, ['='] = 1, [':'] = 1, ['@'] = 1,
+	['/'] = 1,
 } };
 static const struct gw_rd_class query_byte = { .in = {
-	[0x21 ... 0x22] = 1, [0x24 ... 0x7e] = 1,
+	['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 1,
+	['-'] = 1, ['.'] = 1, ['_'] = 1, ['~'] = 1, ['%'] = 1, ['!'] = 1,
+	['$'] = 1, ['&'] = 1, ['\''] = 1, ['('] = 1, [')'] = 1, ['*'] = 1,
+	['+'] = 1, [','] = 1, [';'] = 1, ['='] = 1, [':'] = 1, ['@'] = 1,
+	['/'] = 1, ['?'] = 1,
 } };
 
 /* what ends the authority of an absolute-form target */
@@ -99,20 +110,40 @@ static int parse_authority(struct gw_rd_span a, bool port_required,
 	return 0;
 }
 
+/* Every '%' in s starts pct-encoded = "%" HEXDIG HEXDIG: a lone one is
+ * decoded by some hops and passed by others. */
+static bool pct_ok(struct gw_rd_span s)
+{
+	struct gw_rd r;
+
+	gw_rd_init(&r, s.p, s.len);
+	for (;;) {
+		(void)gw_rd_until(&r, '%', SIZE_MAX);
+		if (gw_rd_getc(&r) < 0)
+			return true;
+		if (h1_hex_value((unsigned char)gw_rd_getc(&r)) < 0 ||
+		    h1_hex_value((unsigned char)gw_rd_getc(&r)) < 0)
+			return false;
+	}
+}
+
 /* path-abempty [ "?" query ] from r to its end; path defaults to "/". */
 static int parse_path_query(struct gw_rd *r, struct gw_h1_target *out,
 			    struct gw_h1_error *err)
 {
+	struct gw_rd_span path, query = { NULL, 0 };
 	int c;
 
-	out->path = h1_span(gw_rd_while(r, &path_byte));
+	path = gw_rd_while(r, &path_byte);
+	out->path = h1_span(path);
 	if (out->path.len == 0) {
 		out->path.p = "/";
 		out->path.len = 1;
 	}
 	if (gw_rd_peek(r) == '?') {
 		(void)gw_rd_getc(r);
-		out->query = h1_span(gw_rd_while(r, &query_byte));
+		query = gw_rd_while(r, &query_byte);
+		out->query = h1_span(query);
 		out->has_query = true;
 	}
 	c = gw_rd_peek(r);
@@ -121,6 +152,9 @@ static int parse_path_query(struct gw_rd *r, struct gw_h1_target *out,
 	if (c >= 0)
 		return target_fail(err, GW_R_BAD_REQUEST,
 				   "bad byte in request-target");
+	if (!pct_ok(path) || !pct_ok(query))
+		return target_fail(err, GW_R_BAD_REQUEST,
+				   "bad percent-encoding in request-target");
 	return 0;
 }
 
@@ -181,6 +215,26 @@ int gw_h1_target_parse(const char *s, size_t len, enum gw_h1_method m,
 	if (gw_rd_peek(&r) == '#')
 		return target_fail(err, GW_R_BAD_REQUEST, "fragment in target");
 	return parse_path_query(&r, out, err);
+}
+
+/* bytes past ASCII */
+static const struct gw_rd_class high_byte = { .in = { [0x80 ... 0xff] = 1 } };
+
+int h1_host_value_check(struct gw_h1_span v, struct gw_h1_error *err)
+{
+	struct gw_h1_target t;
+
+	if (v.len == 0)
+		return 0;       /* RFC 9112 3.2: a target without authority */
+	if (memchr(v.p, '@', v.len))
+		return target_fail(err, GW_R_USERINFO, "userinfo in Host");
+	if (!gw_rd_span_none(h1_rd_span(v), &high_byte))
+		return target_fail(err, GW_R_NON_ASCII_HOST,
+				   "non-ASCII byte in Host");
+	memset(&t, 0, sizeof(t));
+	if (parse_authority(h1_rd_span(v), false, &t, err) < 0)
+		return target_fail(err, err->reason, "bad Host value");
+	return 0;
 }
 
 void gw_h1_target_rebase(struct gw_h1_target *t, const char *from, size_t n,

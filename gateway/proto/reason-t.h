@@ -56,6 +56,11 @@
 	X(CREDENTIAL_SCOPE, "credential-scope") /* a sentinel out of scope */ \
 	X(CREDENTIAL_LOST, "credential-lost") /* a tenant's, gone in a restart */\
 	X(SIGV4_BODY_TOO_LARGE, "sigv4-body-too-large") /* 413: to hash */ \
+	X(UPSTREAM_TIMEOUT, "upstream-timeout") /* 504: the origin went silent */\
+	X(UPSTREAM_HEADER_TOO_LARGE, "upstream-header-too-large") /* 502 */   \
+	X(UPSTREAM_TOO_MANY_1XX, "upstream-too-many-1xx") /* 502: 1xx after 1xx */\
+	X(BODY_TOO_SLOW, "body-too-slow")       /* 408: below the minimum rate */\
+	X(BODY_TIMEOUT, "body-timeout")         /* 408: past the body's deadline */\
 	X(INTERNAL, "internal-error")
 
 enum gw_reason {

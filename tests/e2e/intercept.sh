@@ -10,7 +10,8 @@
 # alive reuses one TLS connection to the origin; a host not in intercept:
 # is tunnelled untouched (the origin's own certificate reaches the client);
 # bad input and bad origins: an inner Host that is not D (421
-# host-mismatch), TRACE (405), an SNI that differs from D (closed,
+# host-mismatch), TRACE (405), forged Forwarded and X-Forwarded-For
+# dropped, an SNI that differs from D (closed,
 # tls-sni-mismatch), an origin whose certificate has the wrong name or is
 # self-signed (502 upstream-cert-invalid inside the guest's TLS, no request
 # reaching it), and the CA key never in the log. Observability: the access
@@ -56,7 +57,7 @@ pid $E2E_TMP/nginx.pid;
 error_log $E2E_TMP/nginx-error.log;
 events { worker_connections 256; }
 http {
-	log_format t '\$connection \$connection_requests \$ssl_server_name "\$request" \$status host=\$host via="\$http_via"';
+	log_format t '\$connection \$connection_requests \$ssl_server_name "\$request" \$status host=\$host via="\$http_via" fwd="\$http_forwarded" xff="\$http_x_forwarded_for" keep="\$http_x_keep"';
 	access_log $NGLOG t;
 	client_body_temp_path $E2E_TMP/nginx-tmp/body;
 	proxy_temp_path $E2E_TMP/nginx-tmp/proxy;
@@ -255,6 +256,12 @@ check "... a Host with another port too ($OUT)" eval '[[ $OUT == *"Sluice-Reason
 OUT=$(inner origin.test "TRACE /?m=trace HTTP/1.1" origin.test)
 check "TRACE inside: 405 method-not-allowed ($OUT)" \
 	eval '[[ $OUT == "HTTP/1.1 405 Method Not Allowed"* && $OUT == *"Sluice-Reason: method-not-allowed"* ]]'
+# Forged identity fields are dropped inside an interception too (the
+# exchange rebuilds every door's heads): X-Keep proves the path.
+OUT=$(inner origin.test $'GET /?m=forged HTTP/1.1\r\nForwarded: for=6.6.6.6\r\nX-Forwarded-For: 6.6.6.6\r\nX-Keep: yes' origin.test)
+check "an inner request with Forwarded and X-Forwarded-For: 200 ($OUT)" eval '[[ $OUT == "HTTP/1.1 200 OK"* ]]'
+check "... the origin got X-Keep but neither forged field" \
+	wait_for "$NGLOG" 'm=forged .*fwd="-" xff="-" keep="yes"'
 mark
 OUT=$(inner origin.test "GET /?m=sni HTTP/1.1" other.test)
 check "an SNI other than D is refused: the handshake fails ($OUT)" eval '[[ $OUT == closed:* ]]'

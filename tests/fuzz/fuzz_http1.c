@@ -5,8 +5,14 @@
  * response head then its body, as a bare chunked body, and as a
  * request-target. Besides memory errors it checks the contracts: spans
  * stay inside the input, DECODE and RAW modes agree on where a body ends,
- * and a parsed request head serialised again parses to the same framing.
+ * a parsed request head serialised again parses to the same framing, and
+ * what a head or target that parses may hold (issue 20): no Connection
+ * token naming a framing or routing field, a Host without userinfo or
+ * non-ASCII bytes, no CONNECT with a body, only RFC 3986 bytes and whole
+ * %XX escapes in a target's path and query.
  */
+#include <ctype.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +101,41 @@ static enum gw_h1_result head_pieces(struct gw_h1_parser *p, const char *s,
 	return rc;
 }
 
+/* What a request head that parsed may hold. */
+static void check_request_rules(const struct gw_h1_head *h)
+{
+	static const char *const named[] = { "content-length", "transfer-encoding", "host",
+					     "max-forwards", "via", "forwarded" };
+
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+		CHECK(!gw_h1_conn_has(h, named[i]));
+	if (h->has_host)
+		for (size_t i = 0; i < h->host.len; i++)
+			CHECK(h->host.p[i] != '@' && (unsigned char)h->host.p[i] < 0x80);
+	if (h->method_id == GW_H1_M_CONNECT)
+		CHECK(!h->has_transfer_encoding && h->content_length == 0);
+	for (size_t i = 0; i < h->nheaders; i++)
+		(void)gw_h1_spoofable(GW_H1_REQUEST, h->headers[i].name.p, h->headers[i].name.len);
+}
+
+/* A path or query that parsed: RFC 3986 bytes, every '%' an escape. */
+static void check_rfc3986(struct gw_h1_span s, bool query)
+{
+	static const char ok[] = "-._~!$&'()*+,;=:@/%";
+
+	for (size_t i = 0; i < s.len; i++) {
+		unsigned char c = (unsigned char)s.p[i];
+
+		CHECK((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      (c && strchr(ok, c)) || (query && c == '?'));
+		if (c == '%') {
+			CHECK(i + 2 < s.len);
+			CHECK(isxdigit((unsigned char)s.p[i + 1]) &&
+			      isxdigit((unsigned char)s.p[i + 2]));
+		}
+	}
+}
+
 static void check_spans(const struct gw_h1_head *h, const char *s, size_t n)
 {
 	for (size_t i = 0; i < h->nheaders; i++) {
@@ -150,6 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	gw_h1_parser_init(&p, GW_H1_REQUEST, 4096);
 	if (head_pieces(&p, s, size, step, &h) == GW_H1_DONE) {
 		check_spans(&h, s, size);
+		check_request_rules(&h);
 		(void)gw_h1_target_parse(h.target.p, h.target.len, h.method_id,
 					 &t, &err);
 		round_trip(&h);
@@ -172,6 +214,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(t.path.len > 0 || t.form == GW_H1_TARGET_ASTERISK ||
 		      t.form == GW_H1_TARGET_AUTHORITY);
 		CHECK(t.form != GW_H1_TARGET_ABSOLUTE || t.port != 0);
+		if (t.form == GW_H1_TARGET_ORIGIN || t.form == GW_H1_TARGET_ABSOLUTE) {
+			check_rfc3986(t.path, false);
+			check_rfc3986(t.query, true);
+		}
 	} else {
 		CHECK(err.msg != NULL);
 	}

@@ -22,6 +22,19 @@
                                    byte of a header every 0.2 s, never ending
                                    the head, until the door closes
 
+  client.py final HOST PORT       send stdin as is; read past 1xx heads to the
+                                   final response
+  client.py gated HOST PORT FIRST SECOND GATE
+                                   send the file FIRST, wait (up to WAIT s) for
+                                   the file GATE to exist, send the file SECOND,
+                                   then read as final does
+  client.py bodydrip HOST PORT URL LENGTH BURST
+                                   POST URL with Content-Length: LENGTH: BURST
+                                   bytes of body at once, then one byte every
+                                   0.1 s until an answer comes; read as final
+
+final, gated and bodydrip print "sport=PORT interim=N complete=yes|no",
+then the final response as read (head, blank line, body).
 quiet, keepalive and drip print "sport=PORT recv=HEX|- end=eof|rst|open":
 the client's port, what arrived after the last expected reply, and how the
 connection ended (open: still open after WAIT seconds, a failure).
@@ -277,9 +290,102 @@ def cmd_drip(host, port, url):
     return 0
 
 
+def recv_some(s):
+    try:
+        return s.recv(65536)
+    except (ConnectionResetError, socket.timeout):
+        return b""
+
+
+def read_final(s, buf=b""):
+    """Reads past 1xx heads to the final response and its body: returns
+    (interim heads, head, body, complete)."""
+    interim = 0
+    while True:
+        while b"\r\n\r\n" not in buf:
+            d = recv_some(s)
+            if not d:
+                return interim, buf, b"", False
+            buf += d
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        status = int(head.split(b" ")[1])
+        if 100 <= status < 200 and status != 101:
+            interim += 1
+            continue
+        break
+    hdrs = {}
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        hdrs[k.strip().lower()] = v.strip()
+    if b"content-length" in hdrs:
+        n = int(hdrs[b"content-length"])
+        while len(buf) < n:
+            d = recv_some(s)
+            if not d:
+                return interim, head, buf, False
+            buf += d
+        return interim, head, buf[:n], True
+    while True:
+        d = recv_some(s)
+        if not d:
+            return interim, head, buf, True
+        buf += d
+
+
+def print_final(s, buf=b""):
+    sport = s.getsockname()[1]
+    interim, head, body, complete = read_final(s, buf)
+    sys.stdout.buffer.write(b"sport=%d interim=%d complete=%s\n" %
+                            (sport, interim, b"yes" if complete else b"no"))
+    sys.stdout.buffer.write(head + b"\r\n\r\n" + body)
+    return 0
+
+
+def cmd_final(host, port):
+    req = sys.stdin.buffer.read()
+    s = connect(host, port)
+    s.sendall(req)
+    return print_final(s)
+
+
+def cmd_gated(host, port, first, second, gate):
+    s = connect(host, port)
+    with open(first, "rb") as f:
+        s.sendall(f.read())
+    deadline = time.monotonic() + WAIT
+    while not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    with open(second, "rb") as f:
+        try:
+            s.sendall(f.read())
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+    return print_final(s)
+
+
+def cmd_bodydrip(host, port, url, length, burst):
+    s = connect(host, port)
+    host_hdr = url.split("/")[2]
+    s.sendall(b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n" %
+              (url.encode(), host_hdr.encode(), int(length)) + b"b" * int(burst))
+    left = int(length) - int(burst)
+    deadline = time.monotonic() + WAIT
+    while left > 0 and time.monotonic() < deadline:
+        r, _, _ = select.select([s], [], [], 0.1)
+        if r:
+            break       # an answer (or the end) came
+        try:
+            s.sendall(b"b")
+        except (BrokenPipeError, ConnectionResetError):
+            break
+        left -= 1
+    return print_final(s)
+
+
 def main():
     cmds = {"raw": cmd_raw, "halfclose": cmd_halfclose, "ws": cmd_ws, "maxconn": cmd_maxconn,
-            "quiet": cmd_quiet, "keepalive": cmd_keepalive, "drip": cmd_drip}
+            "quiet": cmd_quiet, "keepalive": cmd_keepalive, "drip": cmd_drip,
+            "final": cmd_final, "gated": cmd_gated, "bodydrip": cmd_bodydrip}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2

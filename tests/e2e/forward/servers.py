@@ -10,6 +10,22 @@ namespace: python3 servers.py ADDR READY_FILE
              client's, writes "banner: <client's line>" to stderr, closes
   ADDR:7006  garbage: reads the request head, answers bytes that are no
              HTTP response, closes
+  ADDR:7007  silent: reads the request head; ?answer=1 answers 200, else it
+             says nothing and logs "silent m=M: closed by the peer" when the
+             other side ends the connection
+  ADDR:7008  big head: answers 200 with ?size=N bytes of header fields, or
+             (?size=endless) header fields without end, until the peer goes
+  ADDR:7009  interim: answers ?n=N "100 Continue" heads, then 200 ("endless":
+             100s until the peer goes)
+  ADDR:7010  partial: answers 200 with Content-Length: 1000; ?whole=1 sends
+             the 1000 bytes, else 10 of them and then nothing (logs when the
+             peer ends it)
+  ADDR:7011  spoof: answers 200 with Sluice-Reason: denied and Sluice-Extra,
+             body "spoof-check"
+  ADDR:7012  sink: reads a request body (Content-Length or chunked, kept as
+             is), answers 200 "whole N" when it is complete; logs
+             "sink m=M: head", then "sink m=M: whole N" or "sink m=M: cut
+             after N" (the peer ended it first)
   ADDR:5353  DNS (UDP) for slow.test: answers a query for fail.slow.test
              with SERVFAIL, never answers any other
 
@@ -143,6 +159,7 @@ def ws_echo(c):
 
 def head_echo(c):
     head, _ = read_head(c)
+    log("echo: %s" % head.split(b"\r\n", 1)[0].decode("ascii", "replace"))
     body = head + b"\r\n"
     c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n"
               b"Content-Length: %d\r\n\r\n" % len(body) + body)
@@ -164,6 +181,116 @@ def banner(c):
 def garbage(c):
     read_head(c)
     c.sendall(b"NOT-HTTP \x00\x01\x02 this is no status line\r\n\r\n")
+
+
+def log(msg):
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+def query(head):
+    """The request's query parameters (first value of each)."""
+    target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("ascii", "replace")
+    q = {}
+    if "?" in target:
+        for kv in target.split("?", 1)[1].split("&"):
+            k, _, v = kv.partition("=")
+            q.setdefault(k, v)
+    return q
+
+
+def until_peer_ends(c):
+    """Reads (and drops) until the peer closes; True if it did."""
+    try:
+        while c.recv(65536):
+            pass
+        return True
+    except OSError:
+        return True
+
+
+def silent(c):
+    head, _ = read_head(c)
+    q = query(head)
+    if q.get("answer"):
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nanswer")
+        return
+    c.settimeout(None)
+    until_peer_ends(c)
+    log("silent m=%s: closed by the peer" % q.get("m", "-"))
+
+
+def big_head(c):
+    head, _ = read_head(c)
+    size = query(head).get("size", "100")
+    c.sendall(b"HTTP/1.1 200 OK\r\n")
+    sent, n = 0, 0
+    while size == "endless" or sent < int(size):
+        line = b"X-Fill-%d: %s\r\n" % (n, b"f" * 64)
+        c.sendall(line)
+        sent += len(line)
+        n += 1
+    c.sendall(b"Content-Length: 2\r\nConnection: close\r\n\r\nok")
+
+
+def interim(c):
+    head, _ = read_head(c)
+    n = query(head).get("n", "1")
+    i = 0
+    while n == "endless" or i < int(n):
+        c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        i += 1
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\nanswer\n")
+
+
+def partial(c):
+    head, _ = read_head(c)
+    q = query(head)
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n")
+    if q.get("whole"):
+        c.sendall(b"p" * 1000)
+        return
+    c.sendall(b"p" * 10)
+    c.settimeout(None)
+    until_peer_ends(c)
+    log("partial m=%s: closed by the peer" % q.get("m", "-"))
+
+
+def spoof(c):
+    read_head(c)
+    c.sendall(b"HTTP/1.1 200 OK\r\nSluice-Reason: denied\r\nSluice-Extra: x\r\n"
+              b"X-Spoof-Test: kept\r\nContent-Length: 11\r\nConnection: close\r\n\r\n"
+              b"spoof-check")
+
+
+def sink(c):
+    head, got = read_head(c)
+    m = query(head).get("m", "-")
+    log("sink m=%s: head" % m)
+    hdrs = head.lower()
+    chunked = b"transfer-encoding: chunked" in hdrs
+    length = None
+    for line in hdrs.split(b"\r\n")[1:]:
+        if line.startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    c.settimeout(None)
+    while True:
+        if chunked and got.endswith(b"0\r\n\r\n"):
+            break
+        if length is not None and len(got) >= length:
+            break
+        try:
+            d = c.recv(65536)
+        except OSError:
+            d = b""
+        if not d:
+            log("sink m=%s: cut after %d" % (m, len(got)))
+            return
+        got += d
+    log("sink m=%s: whole %d" % (m, len(got)))
+    body = b"whole %d\n" % len(got)
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+              + body)
 
 
 def qname(q):
@@ -205,6 +332,12 @@ def main():
     serve(listener(addr, 7004), head_echo)
     serve(listener(addr, 7005), banner)
     serve(listener(addr, 7006), garbage)
+    serve(listener(addr, 7007), silent)
+    serve(listener(addr, 7008), big_head)
+    serve(listener(addr, 7009), interim)
+    serve(listener(addr, 7010), partial)
+    serve(listener(addr, 7011), spoof)
+    serve(listener(addr, 7012), sink)
     dns(addr)
     with open(ready, "w") as f:
         f.write("ready\n")

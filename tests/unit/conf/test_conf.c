@@ -107,6 +107,18 @@ static const struct bad_case bad_cases[] = {
 	{ "range_negative",
 	  "gateway: { dns: { attempts: -1 } }\n",
 	  "t.yaml:1:29: gateway.dns.attempts: -1 is out of range 1..10" },
+	{ "response_timeout_low",
+	  "gateway: { limits: { response_timeout_ms: 99 } }\n",
+	  "t.yaml:1:43: gateway.limits.response_timeout_ms: 99 is out of range 100..86400000" },
+	{ "body_timeout_between",
+	  "gateway: { limits: { body_timeout_ms: 50 } }\n",
+	  "t.yaml:1:39: gateway.limits.body_timeout_ms: 50 is out of range: 0 (no limit) or 100..86400000" },
+	{ "body_min_rate_negative",
+	  "gateway: { limits: { body_min_rate: -5 } }\n",
+	  "t.yaml:1:37: gateway.limits.body_min_rate: -5 is out of range 0..1073741824" },
+	{ "body_min_rate_grace_zero",
+	  "gateway: { limits: { body_min_rate_grace_ms: 0 } }\n",
+	  "t.yaml:1:46: gateway.limits.body_min_rate_grace_ms: 0 is out of range 100..86400000" },
 	{ "bool",
 	  "lanes: [{ name: a, subnet: 10.0.0.0/24, doors: { forward: 1 }, transparent: yes }]\n",
 	  "t.yaml:1:77: lanes[0].transparent: expected true or false, got 'yes'" },
@@ -516,6 +528,10 @@ test_default_config(void **state)
 	assert_int_equal(g->max_header_bytes, 65536);
 	assert_int_equal(g->connect_timeout_ms, 10000);
 	assert_int_equal(g->idle_timeout_ms, 300000);
+	assert_int_equal(g->response_timeout_ms, 300000);
+	assert_int_equal(g->body_timeout_ms, 0);
+	assert_int_equal(g->body_min_rate, 500);
+	assert_int_equal(g->body_min_rate_grace_ms, 20000);
 	assert_string_equal(g->access_log, "stderr");
 
 	assert_int_equal(c->nlanes, 2);
@@ -645,7 +661,25 @@ test_empty_is_defaults(void **state)
 	assert_non_null(c);
 	assert_int_equal(c->gateway.max_header_bytes, 65536);
 	assert_int_equal(c->gateway.listen_forward.port, 3128);
+	assert_int_equal(c->gateway.response_timeout_ms, 300000);
+	assert_int_equal(c->gateway.body_timeout_ms, 0);
+	assert_int_equal(c->gateway.body_min_rate, 500);
+	assert_int_equal(c->gateway.body_min_rate_grace_ms, 20000);
 	assert_int_equal(c->nlanes, 0);
+	conf_unref(c);
+	/* the limits an exchange keeps, as given (0: none) */
+	{
+		static const char lim[] =
+			"gateway: { limits: { response_timeout_ms: 100, body_timeout_ms: 0,\n"
+			"  body_min_rate: 0, body_min_rate_grace_ms: 86400000 } }\n";
+
+		c = conf_load_mem("l.yaml", lim, sizeof(lim) - 1, &d);
+	}
+	assert_non_null(c);
+	assert_int_equal(c->gateway.response_timeout_ms, 100);
+	assert_int_equal(c->gateway.body_timeout_ms, 0);
+	assert_int_equal(c->gateway.body_min_rate, 0);
+	assert_int_equal(c->gateway.body_min_rate_grace_ms, 86400000);
 	assert_null(c->preview.domain);
 	conf_unref(c);
 	c = conf_load_mem("e.yaml", "# only a comment\n", 17, &d);

@@ -18,6 +18,7 @@
 #include "../sl_test.h"
 
 #include "doors_harness.h"
+#include "exchange-t.h"
 #include "fwd.h"
 #include "log.h"
 #include "metrics.h"
@@ -190,6 +191,259 @@ test_dial_failures(void **state)
 			dh_expect_clean(&h);
 			dh_fini(&h);
 		}
+	}
+}
+
+/* Heads the parser refuses for what hops would read differently, and
+ * methods answered here: the status and reason, one line, nothing
+ * dialled. */
+static void
+test_refused_heads(void **state)
+{
+	static const struct {
+		const char *req, *status, *reason;
+	} cases[] = {
+		{ "CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\nContent-Length: 5\r\n\r\n"
+		  "hello", "400", "bad-request" },
+		{ "POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent-Length: 2\r\n"
+		  "Connection: Content-Length\r\n\r\nhi", "400", "bad-request" },
+		{ "GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: host\r\n\r\n",
+		  "400", "bad-request" },
+		{ "GET http://a.test/a{b}|c HTTP/1.1\r\nHost: a.test\r\n\r\n", "400", "bad-request" },
+		{ "GET http://a.test/%zz HTTP/1.1\r\nHost: a.test\r\n\r\n", "400", "bad-request" },
+		{ "GET http://a.test/ HTTP/1.1\r\nHost: me@a.test\r\n\r\n", "400", "userinfo" },
+		{ "GET http://a.test/ HTTP/1.1\r\nHost: \xc3\xa4.test\r\n\r\n", "400", "non-ascii-host" },
+		{ "TRACE http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n", "405", "method-not-allowed" },
+		{ "trace http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n", "405", "method-not-allowed" },
+		{ "TRACK http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n", "405", "method-not-allowed" },
+		{ "TRACE http://a.test/ HTTP/1.1\r\nHost: a.test\r\nMax-Forwards: 5\r\n\r\n", "405",
+		  "method-not-allowed" },
+		{ "OPTIONS http://a.test/ HTTP/1.1\r\nHost: a.test\r\nMax-Forwards: 0\r\n\r\n", "405",
+		  "method-not-allowed" },
+		{ "options http://a.test/ HTTP/1.1\r\nHost: a.test\r\nMax-Forwards: 0\r\n\r\n", "405",
+		  "method-not-allowed" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < N(cases); i++) {
+		struct dh h;
+		char lines[8][512], want[96];
+
+		dh_init(&h);
+		dh_layers(&h, 1, 1, 0);
+		dh_client_send(&h, 0, cases[i].req, strlen(cases[i].req));
+		dh_connect(&h, gw_fwd_accept, -1);
+		dh_run(&h, dh_ended);
+		assert_non_null(h.client.rx);
+		snprintf(want, sizeof(want), "HTTP/1.1 %s ", cases[i].status);
+		if (strncmp(h.client.rx, want, strlen(want)) != 0)
+			fail_msg("%s: got %.40s", cases[i].req, h.client.rx);
+		snprintf(want, sizeof(want), "\r\nSluice-Reason: %s\r\n", cases[i].reason);
+		assert_non_null(strstr(h.client.rx, want));
+		assert_int_equal(h.dials, 0);
+		dh_expect_lines(&h, lines, 1);
+		dh_expect_field(lines[0], "status", cases[i].status);
+		dh_expect_field(lines[0], "reason", cases[i].reason);
+		dh_expect_field(lines[0], "decision", "deny");
+		dh_expect_clean(&h);
+		dh_fini(&h);
+	}
+}
+
+#define CH_HEAD "POST http://a.test/u HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+#define CH_UP "POST /u HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\nVia: 1.1 sluice\r\n\r\n"
+
+/* A chunked body that breaks its framing once its head went upstream:
+ * the origin's request is cut (it reads the head and the good chunks,
+ * then EOF), the client gets 400 bad-request, the line says so. */
+static void
+test_bad_request_body(void **state)
+{
+	static const char *const bodies[] = {
+		"5\r\nhello\r\nzz\r\n",                     /* a bad size */
+		"5\r\nhello\r\n3\nabc\r\n",                /* a bare LF ends the size line */
+		"5\r\nhello\r\n3\r\nabcd\r\n0\r\n\r\n",   /* longer than its size */
+		"5\r\nhello\r\n5\r\nabc\r\n0\r\n\r\n",    /* shorter: no CRLF where due */
+		"5\r\nhello\r\n3\r\nabc0\r\n\r\n",         /* no CRLF after the data */
+		"5\r\nhello\r\n0\r\nContent-Length: 5\r\n\r\n", /* a framing trailer */
+		"5\r\nhello\r\n0\r\nX-Forwarded-For: 1.2.3.4\r\n\r\n",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < N(bodies); i++) {
+		char req[512], lines[8][512];
+		struct dh h;
+
+		snprintf(req, sizeof(req), CH_HEAD "%s", bodies[i]);
+		print_message("%s\n", bodies[i]);
+		dh_init(&h);
+		dh_layers(&h, 1, 1, 0);
+		dh_client_send(&h, 0, req, strlen(req));
+		dh_connect(&h, gw_fwd_accept, -1);
+		dh_run(&h, dh_ended);
+		assert_non_null(h.client.rx);
+		assert_true(strncmp(h.client.rx, "HTTP/1.1 400 Bad Request\r\n", 26) == 0);
+		assert_non_null(strstr(h.client.rx, "\r\nSluice-Reason: bad-request\r\n"));
+		assert_non_null(strstr(h.client.rx, "bad request body"));
+		assert_int_equal(h.dials, 1);
+		/* the head went up, then the connection was cut */
+		assert_true(h.origin.rxlen >= sizeof(CH_UP) - 1);
+		assert_memory_equal(h.origin.rx, CH_UP, sizeof(CH_UP) - 1);
+		assert_true(h.origin.eof);
+		dh_expect_lines(&h, lines, 1);
+		dh_expect_field(lines[0], "method", "POST");
+		dh_expect_field(lines[0], "status", "400");
+		dh_expect_field(lines[0], "reason", "bad-request");
+		dh_expect_clean(&h);
+		dh_fini(&h);
+	}
+}
+
+/* The same once the origin's answer has begun reaching the client: no
+ * 400 can follow, the connection ends, the line keeps the status sent and
+ * says why it ended. */
+static void
+test_bad_request_body_after_response(void **state)
+{
+#define EARLY_HEAD "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
+	static const char early[] = EARLY_HEAD "abc";
+	static const char down_head[] = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nVia: 1.1 sluice\r\n\r\n";
+	static const char down[] = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nVia: 1.1 sluice\r\n\r\nabc";
+	char lines[8][512];
+	struct dh h;
+
+	(void)state;
+	dh_init(&h);
+	dh_client_send(&h, 0, S(CH_HEAD "5\r\nhello\r\n"));
+	dh_client_send(&h, sizeof(down_head) - 1 + 3, S("zz\r\n"));
+	dh_origin_send(&h, sizeof(CH_UP) - 1, S(early));
+	dh_connect(&h, gw_fwd_accept, -1);
+	dh_run(&h, dh_ended);
+	/* the head and what came of the body, then the end */
+	dh_expect_bytes("client", h.client.rx, h.client.rxlen, S(down));
+	dh_expect_lines(&h, lines, 1);
+	dh_expect_field(lines[0], "status", "200");
+	dh_expect_field(lines[0], "reason", "bad-request");
+	dh_expect_clean(&h);
+	dh_fini(&h);
+}
+
+/* An origin that never comes to a final response (1xx after 1xx), or
+ * whose head outgrows max_header_bytes: 502 with its own reason. Up to
+ * GW_H1X_MAX_INTERIM 1xx heads pass on first; that many and then a final
+ * head is a good answer. */
+static void
+test_origin_head_limits(void **state)
+{
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	size_t nbig = 70000;
+	char *flood = malloc((GW_H1X_MAX_INTERIM + 1) * (sizeof(cont) - 1) + 64);
+	char *big = malloc(nbig + 64);
+	char lines[8][512];
+	size_t n = 0;
+
+	(void)state;
+	assert_non_null(flood && big);
+	for (int i = 0; i < GW_H1X_MAX_INTERIM + 1; i++) {
+		memcpy(flood + n, cont, sizeof(cont) - 1);
+		n += sizeof(cont) - 1;
+	}
+	for (int pass = 0; pass < 3; pass++) {
+		struct dh h;
+		const char *why = pass == 2 ? "upstream-header-too-large" : "upstream-too-many-1xx";
+		size_t got100 = 0;
+
+		dh_init(&h);
+		dh_client_send(&h, 0, S(req_get));
+		if (pass == 0) {
+			dh_origin_send(&h, sizeof(up_get) - 1, flood, n);
+		} else if (pass == 1) {
+			/* the most allowed, then the answer */
+			dh_origin_send(&h, sizeof(up_get) - 1, flood, n - (sizeof(cont) - 1));
+			dh_origin_send(&h, sizeof(up_get) - 1, S(resp_ok));
+		} else {
+			size_t k = (size_t)snprintf(big, 64, "HTTP/1.1 200 OK\r\n");
+
+			while (k < nbig)
+				k += (size_t)snprintf(big + k, 64, "X-Fill: %08zu\r\n", k);
+			dh_origin_send(&h, sizeof(up_get) - 1, big, k);
+		}
+		dh_connect(&h, gw_fwd_accept, -1);
+		if (pass == 1) {
+			h.want_client = GW_H1X_MAX_INTERIM * (sizeof(cont) - 1) + sizeof(down_ok) - 1;
+			dh_run(&h, dh_client_has);
+			dh_client_close(&h);
+		}
+		dh_run(&h, dh_ended);
+		assert_non_null(h.client.rx);
+		for (const char *p = h.client.rx; (p = strstr(p, "HTTP/1.1 100 Continue\r\n")); p++)
+			got100++;
+		if (pass == 1) {
+			assert_int_equal(got100, GW_H1X_MAX_INTERIM);
+			assert_non_null(strstr(h.client.rx, down_ok));
+			dh_expect_lines(&h, lines, 1);
+			dh_expect_field(lines[0], "status", "200");
+			dh_expect_field(lines[0], "reason", "none");
+		} else {
+			char want[96];
+
+			assert_int_equal(got100, pass == 0 ? GW_H1X_MAX_INTERIM : 0);
+			assert_non_null(strstr(h.client.rx, "HTTP/1.1 502 Bad Gateway\r\n"));
+			snprintf(want, sizeof(want), "\r\nSluice-Reason: %s\r\n", why);
+			assert_non_null(strstr(h.client.rx, want));
+			dh_expect_lines(&h, lines, 1);
+			dh_expect_field(lines[0], "status", "502");
+			dh_expect_field(lines[0], "reason", why);
+			dh_expect_field(lines[0], "decision", "allow");
+		}
+		dh_expect_clean(&h);
+		dh_fini(&h);
+	}
+	free(flood);
+	free(big);
+}
+
+/* Who the client is and how it came are not the client's to say: the
+ * forgeable fields never reach the origin; Sluice-* from the origin
+ * never reaches the client (it would pass for sluice's own word). An
+ * OPTIONS counts its Max-Forwards down; another method's passes as is. */
+static void
+test_forged_fields_dropped(void **state)
+{
+	static const char req[] =
+		"GET http://a.test/s HTTP/1.1\r\nHost: a.test\r\nForwarded: for=1.2.3.4\r\n"
+		"X-Forwarded-For: 1.2.3.4\r\nx-forwarded-proto: https\r\nX-Real-IP: 1.2.3.4\r\n"
+		"X-Upstream-Addr: 10.0.0.1\r\nSluice-Reason: none\r\nTrue-Client-IP: 1.2.3.4\r\n"
+		"X-Original-URL: /admin\r\nX-Keep: 1\r\nMax-Forwards: 0\r\n\r\n";
+	static const char up[] = "GET /s HTTP/1.1\r\nHost: a.test\r\nX-Keep: 1\r\nMax-Forwards: 0\r\n"
+				 "Via: 1.1 sluice\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nSluice-Reason: denied\r\nsluice-other: x\r\n"
+				   "X-Forwarded-For: 9.9.9.9\r\nContent-Length: 2\r\n\r\nok";
+	static const char down[] = "HTTP/1.1 200 OK\r\nX-Forwarded-For: 9.9.9.9\r\nContent-Length: 2\r\n"
+				   "Via: 1.1 sluice\r\n\r\nok";
+	static const char opt[] = "OPTIONS http://a.test/ HTTP/1.1\r\nHost: a.test\r\nMax-Forwards: 3\r\n"
+				  "X-A: 1\r\n\r\n";
+	static const char opt_up[] = "OPTIONS / HTTP/1.1\r\nHost: a.test\r\nX-A: 1\r\nMax-Forwards: 2\r\n"
+				     "Via: 1.1 sluice\r\n\r\n";
+
+	(void)state;
+	for (int pass = 0; pass < 2; pass++) {
+		const char *rq = pass ? opt : req, *u = pass ? opt_up : up;
+		struct dh h;
+
+		dh_init(&h);
+		dh_layers(&h, 1, 1, 0);
+		dh_client_send(&h, 0, rq, strlen(rq));
+		dh_origin_send(&h, strlen(u), S(resp));
+		dh_connect(&h, gw_fwd_accept, -1);
+		h.want_client = sizeof(down) - 1;
+		dh_run(&h, dh_client_has);
+		dh_expect_bytes("origin", h.origin.rx, h.origin.rxlen, u, strlen(u));
+		dh_expect_bytes("client", h.client.rx, h.client.rxlen, S(down));
+		dh_client_close(&h);
+		dh_run(&h, dh_ended);
+		dh_expect_clean(&h);
+		dh_fini(&h);
 	}
 }
 
@@ -712,6 +966,11 @@ main(void)
 		cmocka_unit_test(test_malformed_head),
 		cmocka_unit_test(test_denied_host),
 		cmocka_unit_test(test_dial_failures),
+		cmocka_unit_test(test_refused_heads),
+		cmocka_unit_test(test_bad_request_body),
+		cmocka_unit_test(test_bad_request_body_after_response),
+		cmocka_unit_test(test_origin_head_limits),
+		cmocka_unit_test(test_forged_fields_dropped),
 		cmocka_unit_test(test_error_steps),
 		cmocka_unit_test(test_error_sweep),
 		cmocka_unit_test(test_response_head_split),

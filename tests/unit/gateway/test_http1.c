@@ -48,12 +48,12 @@ static void check_error(enum gw_h1_result rc, const struct gw_h1_head *h,
 	assert_string_equal(h->err.msg, msg);
 }
 
-static void bad_req(const char *s, const char *msg)
+static void bad_req_r(const char *s, enum gw_reason r, const char *msg)
 {
 	struct gw_h1_head h;
 	size_t n = strlen(s);
 
-	check_error(parse_req(s, &h), &h, GW_R_BAD_REQUEST, msg);
+	check_error(parse_req(s, &h), &h, r, msg);
 	/* the same refusal when the bytes arrive one at a time */
 	{
 		struct gw_h1_parser p;
@@ -62,8 +62,13 @@ static void bad_req(const char *s, const char *msg)
 		gw_h1_parser_init(&p, GW_H1_REQUEST, MAX_HEAD);
 		for (size_t k = 1; k <= n && rc == GW_H1_AGAIN; k++)
 			rc = gw_h1_head_parse(&p, s, k, &h);
-		check_error(rc, &h, GW_R_BAD_REQUEST, msg);
+		check_error(rc, &h, r, msg);
 	}
+}
+
+static void bad_req(const char *s, const char *msg)
+{
+	bad_req_r(s, GW_R_BAD_REQUEST, msg);
 }
 
 static void bad_resp(const char *s, enum gw_h1_method rm, const char *msg)
@@ -280,6 +285,77 @@ BAD_REQ(test_bad_many_empty_lines,
 BAD_REQ(test_bad_connection_token,
 	"GET / HTTP/1.1\r\n" HOST "Connection: close, x y\r\n\r\n",
 	"bad Connection token")
+
+/* ---- bad request heads: what hops would read differently (issue 20) -- */
+
+#define CONN_NAMES "Connection names a framing or routing field"
+
+BAD_REQ(test_bad_conn_names_cl,
+	"POST / HTTP/1.1\r\n" HOST "Content-Length: 5\r\n"
+	"Connection: close, Content-Length\r\n\r\nhello", CONN_NAMES)
+BAD_REQ(test_bad_conn_names_te,
+	"POST / HTTP/1.1\r\n" HOST "Transfer-Encoding: chunked\r\n"
+	"Connection: transfer-encoding\r\n\r\n0\r\n\r\n", CONN_NAMES)
+BAD_REQ(test_bad_conn_names_host,
+	"GET / HTTP/1.1\r\n" HOST "Connection: keep-alive\r\nConnection: HOST\r\n\r\n",
+	CONN_NAMES)
+
+/* Routing fields too, and in a response (the same rule, either way). */
+static void test_bad_conn_names_routing(void **state)
+{
+	static const char *const names[] = { "Max-Forwards", "via", "Forwarded" };
+	char buf[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(buf, sizeof(buf), "GET / HTTP/1.1\r\n" HOST "Connection: %s\r\n\r\n",
+			 names[i]);
+		bad_req(buf, CONN_NAMES);
+	}
+	bad_resp("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: Content-Length\r\n\r\nok",
+		 0, CONN_NAMES);
+}
+
+/* A Host is host[:port]: no userinfo, no raw UTF-8, nothing else. */
+static void test_bad_host_values(void **state)
+{
+	(void)state;
+	bad_req_r("GET / HTTP/1.1\r\nHost: user@a.example\r\n\r\n", GW_R_USERINFO,
+		  "userinfo in Host");
+	bad_req_r("GET http://a.example/ HTTP/1.1\r\nHost: u:p@a.example:80\r\n\r\n",
+		  GW_R_USERINFO, "userinfo in Host");
+	bad_req_r("GET / HTTP/1.1\r\nHost: ex\xc3\xa4mple.com\r\n\r\n", GW_R_NON_ASCII_HOST,
+		  "non-ASCII byte in Host");
+	bad_req_r("GET / HTTP/1.1\r\nHost: a.example/x\r\n\r\n", GW_R_BAD_HOST,
+		  "bad Host value");
+	bad_req_r("GET / HTTP/1.1\r\nHost: a.example\\x\r\n\r\n", GW_R_BAD_HOST,
+		  "bad Host value");
+	bad_req_r("GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", GW_R_BAD_HOST, "bad Host value");
+	bad_req_r("GET / HTTP/1.1\r\nHost: a.example:\r\n\r\n", GW_R_BAD_PORT,
+		  "bad Host value");
+	bad_req_r("GET / HTTP/1.1\r\nHost: a.example:8o\r\n\r\n", GW_R_BAD_PORT,
+		  "bad Host value");
+	bad_req_r("GET / HTTP/1.1\r\nHost: a.example:99999\r\n\r\n", GW_R_BAD_PORT,
+		  "bad Host value");
+}
+
+BAD_REQ(test_bad_max_forwards_letters,
+	"OPTIONS * HTTP/1.1\r\n" HOST "Max-Forwards: x1\r\n\r\n", "bad Max-Forwards")
+BAD_REQ(test_bad_max_forwards_empty,
+	"OPTIONS * HTTP/1.1\r\n" HOST "Max-Forwards:\r\n\r\n", "bad Max-Forwards")
+BAD_REQ(test_bad_max_forwards_list,
+	"OPTIONS * HTTP/1.1\r\n" HOST "Max-Forwards: 1, 0\r\n\r\n", "bad Max-Forwards")
+BAD_REQ(test_bad_max_forwards_signed,
+	"TRACE / HTTP/1.1\r\n" HOST "Max-Forwards: -1\r\n\r\n", "bad Max-Forwards")
+BAD_REQ(test_bad_max_forwards_repeated,
+	"OPTIONS * HTTP/1.1\r\n" HOST "Max-Forwards: 1\r\nmax-forwards: 0\r\n\r\n",
+	"repeated Max-Forwards")
+BAD_REQ(test_bad_connect_length,
+	"CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\nContent-Length: 5\r\n\r\n"
+	"hello", "CONNECT with a body")
+BAD_REQ(test_bad_connect_chunked,
+	"CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n"
+	"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "CONNECT with a body")
 
 /* NUL bytes need an explicit length. */
 static void test_bad_nul(void **state)
@@ -606,6 +682,30 @@ BAD_CHUNK(test_bad_trailer_no_colon, "0\r\nXa\r\n\r\n",
 BAD_CHUNK(test_bad_trailer_ctrl, "0\r\nX: a\x01\r\n\r\n",
 	  "control byte in header value")
 
+/* Trailers that frame, route, authenticate or forge an identity
+ * (RFC 9110 6.5.1), in any case, refused wherever the input splits. */
+static void test_bad_trailer_forbidden(void **state)
+{
+	static const char *const names[] = {
+		"Content-Length", "transfer-encoding", "Trailer", "Content-Type",
+		"Content-Encoding", "Host", "Connection", "TE", "Upgrade", "Max-Forwards",
+		"Authorization", "Proxy-Authorization", "WWW-Authenticate", "Cookie",
+		"Set-Cookie", "Forwarded", "X-Forwarded-For", "x-forwarded-host",
+		"X-Real-IP", "X-Upstream-Addr", "Sluice-Reason", "SLUICE-anything",
+		"True-Client-IP", "X-Original-URL",
+		/* past the bytes kept of a name: its prefix still tells */
+		"X-Forwarded-With-A-Very-Long-Name-Beyond-Thirty-Two-Bytes",
+	};
+	char in[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(in, sizeof(in), "5\r\nhello\r\n0\r\nX-Ok: 1\r\n%s: v\r\n\r\n",
+			 names[i]);
+		bad_chunked(in, "forbidden trailer field");
+	}
+}
+
 static void test_bad_chunk_ext_too_long(void **state)
 {
 	static char in[GW_H1_MAX_CHUNK_LINE + 64];
@@ -739,6 +839,32 @@ static void test_bad_targets(void **state)
 	bad_target("example.com:", C, GW_R_BAD_PORT, "bad port");
 	bad_target("example.com:443/x", C, GW_R_BAD_PORT, "bad port");
 	bad_target("/", C, GW_R_BAD_HOST, "bad byte in host");
+}
+
+/* Bytes RFC 3986 leaves out of a path and a query, raw, and lone '%'s:
+ * one hop escapes or decodes them, the next does not. */
+static void test_bad_targets_rfc3986(void **state)
+{
+	static const char raw[] = "\"<>\\^`{|}[]";
+	static const char *const pct[] = { "%", "%2", "%zz", "%2g", "%%41" };
+	const enum gw_h1_method G = GW_H1_M_GET;
+	char t[64];
+
+	(void)state;
+	for (size_t i = 0; raw[i]; i++) {
+		snprintf(t, sizeof(t), "/a%cb", raw[i]);
+		bad_target(t, G, GW_R_BAD_REQUEST, "bad byte in request-target");
+		snprintf(t, sizeof(t), "/a?q=%c", raw[i]);
+		bad_target(t, G, GW_R_BAD_REQUEST, "bad byte in request-target");
+		snprintf(t, sizeof(t), "http://a.example/x?%cy", raw[i]);
+		bad_target(t, G, GW_R_BAD_REQUEST, "bad byte in request-target");
+	}
+	for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
+		snprintf(t, sizeof(t), "/a%s", pct[i]);
+		bad_target(t, G, GW_R_BAD_REQUEST, "bad percent-encoding in request-target");
+		snprintf(t, sizeof(t), "http://a.example/?q=%s-", pct[i]);
+		bad_target(t, G, GW_R_BAD_REQUEST, "bad percent-encoding in request-target");
+	}
 }
 
 /* ---- good heads ----------------------------------------------------- */
@@ -1219,6 +1345,84 @@ static void test_good_targets(void **state)
 	assert_span(t.path, "/p@q");
 }
 
+/* What the issue-20 rules let through. */
+static void test_good_issue20(void **state)
+{
+	struct gw_h1_head h;
+	struct gw_h1_target t;
+	struct gw_h1_error err;
+	const char *s;
+
+	(void)state;
+	/* every byte RFC 3986 allows in a path and a query */
+	s = "/~a/b-c_d.e!$&'()*+,;=:@%2F%7b?x=%7B%7D&y=a/b?c:@!$&'()*+,;=";
+	assert_int_equal(gw_h1_target_parse(s, strlen(s), GW_H1_M_GET, &t, &err), 0);
+	assert_span(t.query, "x=%7B%7D&y=a/b?c:@!$&'()*+,;=");
+	/* Connection naming what it may: hop-by-hop fields, an upgrade */
+	assert_int_equal(parse_req("GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade,"
+				   " TE, X-Foo\r\nUpgrade: websocket\r\nTE: trailers\r\n\r\n", &h),
+			 GW_H1_DONE);
+	assert_int_equal(h.nconn_tokens, 4);
+	/* Hosts: a port, an IPv6 literal, empty, %-escapes (a unix socket's
+	 * path, as some clients send it) */
+	assert_int_equal(parse_req("GET / HTTP/1.1\r\nHost: a.example:8443\r\n\r\n", &h),
+			 GW_H1_DONE);
+	assert_int_equal(parse_req("GET / HTTP/1.1\r\nHost: [2001:db8::1]:80\r\n\r\n", &h),
+			 GW_H1_DONE);
+	assert_int_equal(parse_req("GET / HTTP/1.1\r\nHost:\r\n\r\n", &h), GW_H1_DONE);
+	assert_true(h.has_host && h.host.len == 0);
+	assert_int_equal(parse_req("GET / HTTP/1.1\r\nHost: %2Frun%2Fsluice.sock\r\n\r\n", &h),
+			 GW_H1_DONE);
+	/* Max-Forwards, read; a huge one saturates */
+	assert_int_equal(parse_req("OPTIONS * HTTP/1.1\r\nHost: a\r\nMax-Forwards: 007\r\n\r\n",
+				   &h), GW_H1_DONE);
+	assert_true(h.has_max_forwards);
+	assert_int_equal(h.max_forwards, 7);
+	assert_int_equal(parse_req("OPTIONS * HTTP/1.1\r\nHost: a\r\n"
+				   "Max-Forwards: 99999999999999999999999\r\n\r\n", &h), GW_H1_DONE);
+	assert_int_equal(h.max_forwards, UINT32_MAX);
+	assert_int_equal(parse_req("GET / HTTP/1.1\r\nHost: a\r\n\r\n", &h), GW_H1_DONE);
+	assert_false(h.has_max_forwards);
+	/* a CONNECT that says its body is empty */
+	assert_int_equal(parse_req("CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n"
+				   "Content-Length: 0\r\n\r\n", &h), GW_H1_DONE);
+	assert_int_equal(h.content_length, 0);
+	/* methods in any case */
+	assert_int_equal(parse_req("trace / HTTP/1.1\r\nHost: a\r\n\r\n", &h), GW_H1_DONE);
+	assert_int_equal(h.method_id, GW_H1_M_OTHER);
+	assert_true(gw_h1_method_ieq(&h, "TRACE"));
+	assert_false(gw_h1_method_ieq(&h, "TRACK"));
+}
+
+/* Which fields are an identity a sender could forge. */
+static void test_good_spoofable(void **state)
+{
+	static const char *const req_yes[] = {
+		"Forwarded", "X-Forwarded-For", "x-forwarded-proto", "X-FORWARDED-HOST",
+		"X-Real-IP", "X-Upstream-Addr", "Sluice-Reason", "sluice-x", "True-Client-IP",
+		"X-Client-IP", "Client-IP", "X-Cluster-Client-IP", "CF-Connecting-IP",
+		"Fastly-Client-IP", "X-Originating-IP", "X-Remote-IP", "X-Remote-Addr",
+		"X-Original-URL", "X-Rewrite-URL", "X-Host",
+	};
+	static const char *const req_no[] = {
+		"X-Forwarded", "Forwarded-For", "Sluice", "X-Real-IPs", "Host", "Via",
+		"X-Hosts", "Authorization", "User-Agent",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(req_yes) / sizeof(req_yes[0]); i++)
+		if (!gw_h1_spoofable(GW_H1_REQUEST, req_yes[i], strlen(req_yes[i])))
+			fail_msg("%s is not taken for forgeable", req_yes[i]);
+	for (size_t i = 0; i < sizeof(req_no) / sizeof(req_no[0]); i++)
+		if (gw_h1_spoofable(GW_H1_REQUEST, req_no[i], strlen(req_no[i])))
+			fail_msg("%s is taken for forgeable", req_no[i]);
+	/* a response: sluice's own fields only */
+	assert_true(gw_h1_spoofable(GW_H1_RESPONSE, "Sluice-Reason", 13));
+	assert_true(gw_h1_spoofable(GW_H1_RESPONSE, "sluice-anything", 15));
+	assert_false(gw_h1_spoofable(GW_H1_RESPONSE, "X-Forwarded-For", 15));
+	assert_false(gw_h1_spoofable(GW_H1_RESPONSE, "Sluice", 6));
+}
+
 /* ---- good bodies, split at every offset ----------------------------- */
 
 /* Decodes `in` whole, split in two at every offset, in three at every
@@ -1315,6 +1519,18 @@ static void test_good_chunked_ext_trailers(void **state)
 	(void)state;
 	good_body(GW_H1_BODY_CHUNKED, 0, in, strlen(in), strlen(in),
 		  "0123456789abcdefifteen bytes!!\r", GW_H1_DONE);
+}
+
+/* Trailers outside the refused list pass, whatever their length. */
+static void test_good_trailers_allowed(void **state)
+{
+	const char *in = "0\r\nX-Checksum: abc\r\nContent-MD5: x\r\nContent-Lengthy: 1\r\n"
+			 "Sluice: 1\r\nX-Forwarded: 1\r\n"
+			 "X-A-Name-Longer-Than-The-Thirty-Two-Bytes-Kept: 1\r\n"
+			 "Server-Timing: db;dur=53\r\n\r\n";
+
+	(void)state;
+	good_body(GW_H1_BODY_CHUNKED, 0, in, strlen(in), strlen(in), "", GW_H1_DONE);
 }
 
 static void test_good_chunked_data_looks_like_framing(void **state)
@@ -1622,6 +1838,18 @@ int main(void)
 		cmocka_unit_test(test_bad_host_list),
 		cmocka_unit_test(test_bad_many_empty_lines),
 		cmocka_unit_test(test_bad_connection_token),
+		cmocka_unit_test(test_bad_conn_names_cl),
+		cmocka_unit_test(test_bad_conn_names_te),
+		cmocka_unit_test(test_bad_conn_names_host),
+		cmocka_unit_test(test_bad_conn_names_routing),
+		cmocka_unit_test(test_bad_host_values),
+		cmocka_unit_test(test_bad_max_forwards_letters),
+		cmocka_unit_test(test_bad_max_forwards_empty),
+		cmocka_unit_test(test_bad_max_forwards_list),
+		cmocka_unit_test(test_bad_max_forwards_signed),
+		cmocka_unit_test(test_bad_max_forwards_repeated),
+		cmocka_unit_test(test_bad_connect_length),
+		cmocka_unit_test(test_bad_connect_chunked),
 		cmocka_unit_test(test_bad_too_many_conn_tokens),
 		cmocka_unit_test(test_bad_head_too_large),
 		cmocka_unit_test(test_bad_too_many_headers),
@@ -1661,9 +1889,11 @@ int main(void)
 		cmocka_unit_test(test_bad_trailer_ctrl),
 		cmocka_unit_test(test_bad_trailer_too_large),
 		cmocka_unit_test(test_bad_too_many_trailers),
+		cmocka_unit_test(test_bad_trailer_forbidden),
 		cmocka_unit_test(test_bad_truncated_body),
 		/* refused targets */
 		cmocka_unit_test(test_bad_targets),
+		cmocka_unit_test(test_bad_targets_rfc3986),
 		/* good messages */
 		cmocka_unit_test(test_head_scan_resumes),
 		cmocka_unit_test(test_good_get),
@@ -1678,10 +1908,13 @@ int main(void)
 		cmocka_unit_test(test_good_pipelined),
 		cmocka_unit_test(test_good_responses),
 		cmocka_unit_test(test_good_targets),
+		cmocka_unit_test(test_good_issue20),
+		cmocka_unit_test(test_good_spoofable),
 		cmocka_unit_test(test_good_body_length),
 		cmocka_unit_test(test_good_body_until_close),
 		cmocka_unit_test(test_good_chunked_simple),
 		cmocka_unit_test(test_good_chunked_ext_trailers),
+		cmocka_unit_test(test_good_trailers_allowed),
 		cmocka_unit_test(test_good_chunked_data_looks_like_framing),
 		cmocka_unit_test(test_good_chunk_size_max),
 		cmocka_unit_test(test_good_messages_split),

@@ -363,11 +363,7 @@ static void
 test_nothing_injected(void **state)
 {
 	(void)state;
-	expect_upstream("TRACE", "TRACE http://a.test/ HTTP/1.1\r\nHost: a.test\r\nX-Key: mine\r\n\r\n",
-			"TRACE / HTTP/1.1\r\nHost: a.test\r\nX-Key: mine\r\nVia: 1.1 sluice\r\n\r\n",
-			"-");
-	expect_upstream("TRACK", "TRACK http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n",
-			"TRACK / HTTP/1.1\r\nHost: a.test\r\nVia: 1.1 sluice\r\n\r\n", "-");
+	/* (TRACE and TRACK never go upstream at all: test_exchange.c) */
 	expect_upstream("needs TLS", "GET http://plain.test/ HTTP/1.1\r\nHost: plain.test\r\n\r\n",
 			"GET / HTTP/1.1\r\nHost: plain.test\r\nVia: 1.1 sluice\r\n\r\n", "-");
 }
@@ -623,12 +619,13 @@ test_query(void **state)
 	expect_head(&b, "GET /?api_key=" QV_ENC "&sig=" KEY " HTTP/1.1\r\nHost: q.test\r\n"
 			"Via: 1.1 sluice\r\n\r\n");
 	/* the client's copy spelled with %XX (either case of hex) is the same
-	 * parameter to the origin: removed too; a '%' without two hex digits,
-	 * or a name that only decodes to a longer or shorter one, is not */
+	 * parameter to the origin: removed too; a name that only decodes to a
+	 * longer or shorter one is not (a '%' without two hex digits never
+	 * gets here: the parser refuses the target, test_http1.c) */
 	build(p, "q.test", 443, true,
-	      "GET /?api%5Fkey=1&api%5fkey=2&%61%70%69_key&%73ig=3&api%5Gkey=4&api%5&api%5Fkeys=5"
+	      "GET /?api%5Fkey=1&api%5fkey=2&%61%70%69_key&%73ig=3&api%5Fkeys=5"
 	      "&api%5Fke=6 HTTP/1.1\r\nHost: q.test\r\n\r\n", &b);
-	expect_head(&b, "GET /?api%5Gkey=4&api%5&api%5Fkeys=5&api%5Fke=6&api_key=" QV_ENC "&sig=" KEY
+	expect_head(&b, "GET /?api%5Fkeys=5&api%5Fke=6&api_key=" QV_ENC "&sig=" KEY
 			" HTTP/1.1\r\nHost: q.test\r\nVia: 1.1 sluice\r\n\r\n");
 	/* the absolute form, as the forward door has it */
 	build(p, "q.test", 443, true, "GET https://q.test/p?sig=1&z HTTP/1.1\r\nHost: q.test\r\n\r\n",
