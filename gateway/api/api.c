@@ -38,6 +38,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "accept.h"
 #include "api.h"
 #include "conf.h"
 #include "http1.h"
@@ -72,7 +73,7 @@ struct api_listener {
 	bool running; /* thread started */
 	int fd;
 	bool is_unix;
-	time_t last_err; /* rate limit of accept error lines */
+	struct gw_accept_backoff backoff; /* out of descriptors (accept.h) */
 };
 
 struct gw_api {
@@ -1451,19 +1452,22 @@ accept_one(struct api_listener *l)
 
 	fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0) {
-		time_t now = time(NULL);
+		char what[sizeof(a->sock_path) + 8];
 
-		if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK ||
-		    errno == ECONNABORTED || errno == EPROTO)
-			return;
-		if (now != l->last_err) {
-			l->last_err = now;
-			gw_log_err("api: accept");
+		snprintf(what, sizeof(what), "API %s", l->is_unix ? a->sock_path : a->tcp_addr);
+		/* Out of descriptors or memory: the listener stays readable, so
+		 * poll() would wake at once; wait out a back-off instead (or
+		 * gw_api_stop()). The ended connections are joined meanwhile:
+		 * their threads hold no descriptor, but their memory is due. */
+		if (gw_accept_failed(errno, what) == GW_ACCEPT_PAUSE) {
+			reap(a);
+			(void)poll(&(struct pollfd){.fd = a->wake_fd, .events = POLLIN}, 1,
+				   (int)gw_accept_backoff_next(&l->backoff));
 		}
-		/* Out of descriptors or memory: do not spin. */
-		(void)poll(&(struct pollfd){.fd = a->wake_fd, .events = POLLIN}, 1, 100);
 		return;
 	}
+	gw_accept_ok();
+	gw_accept_backoff_reset(&l->backoff);
 	reap(a);
 	set_timeouts(fd, API_IDLE_TIMEOUT_MS);
 	if (!l->is_unix)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "accept.h"
 #include "metrics.h"
 #include "reason.h"
 
@@ -442,6 +443,12 @@ gw_metrics_render(struct gw_mbuf *b)
 		    (unsigned long long)atomic_load_explicit(&relay_bytes[m], memory_order_relaxed));
 
 	render_tls(b);
+
+	render_one(b, "sluice_accept_exhausted_total", "counter",
+	           "Episodes in which the daemon could not accept connections for want of "
+	           "file descriptors (EMFILE, ENFILE) or kernel memory (ENOBUFS, ENOMEM): "
+	           "every listener paused with back-off until they could be had again.",
+	           gw_accept_episodes());
 
 	gw_metrics_family(b, "sluice_process_start_time_seconds", "gauge",
 	                  "Start time of the process since the Unix epoch in seconds.");

@@ -147,7 +147,7 @@ void gw_metrics_leaves_source(gw_metrics_leaves_fn fn, void *arg);
  * sluice_leaf_cache_hits_total, sluice_leaf_cache_misses_total,
  * sluice_leaf_cache_evictions_total, sluice_leaf_cache_entries,
  * sluice_leaf_mints_total, sluice_leaf_mint_failures_total,
- * sluice_process_start_time_seconds. Any thread; check b->oom after.
+ * sluice_accept_exhausted_total, sluice_process_start_time_seconds. Any thread; check b->oom after.
  * Others (pools, API) append their families to the same buffer. */
 void gw_metrics_render(struct gw_mbuf *b);
 

@@ -12,7 +12,9 @@
 # 100 MiB with sha256, half-close) copying and splicing (and /metrics saying
 # which relay moved the bytes), real clients, max_connections shared with
 # the forward door, and the deadlines: the handshake's 30 s and an idle
-# tunnel's idle_timeout_ms.
+# tunnel's idle_timeout_ms. Out of descriptors (a lowered limit, 64
+# connections at once): no spin, one log line, counted in /metrics, and
+# every waiting connection (SOCKS, API, control) served once they free.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net.sh"
 
@@ -21,12 +23,13 @@ SC=$HERE/socks/client.py
 # --- sluiced -------------------------------------------------------------
 # write_conf MAX_CONNECTIONS [IDLE_TIMEOUT_MS]
 API=$E2E_TMP/api.sock
+CTL=$E2E_TMP/ctl.sock
 write_conf() {
 	cat > "$E2E_TMP/sluice.yaml" <<YAML
 daemon:
   data_dir: $E2E_TMP/data
   fleet_netns: $FLEET
-  control_socket: off
+  control_socket: $CTL
   log: { level: info, format: text }
 api: { listen: off, socket: $API }
 gateway:
@@ -438,6 +441,78 @@ start_sluiced sluiced-copy.log SLUICE_NO_SPLICE=1
 check "sluiced starts with SLUICE_NO_SPLICE=1" wait_for "$LOG" "sluiced [0-9.]+ started"
 check "the doors listen" door_up
 tunnel_cases copy
+
+# --- out of descriptors ----------------------------------------------------------
+# The daemon's descriptor limit is lowered (prlimit) to 16 above what it
+# holds, and 64 SOCKS connections greet at once: some are served, the rest
+# wait in the doors' backlogs, joined by a scrape of /metrics (the API's
+# accept thread) and a control request (the main loop). A listener the
+# kernel keeps readable while accept fails would spin: every worker at
+# 100% of a core, logging each failure.
+# cpu_ms: the daemon's CPU time (utime + stime, every thread); run_ms: the
+# time its threads were runnable (on a CPU, or waiting for one: schedstat).
+# A spinning thread is runnable all the time, however busy the machine is
+# and however little CPU it gets: run_ms is what tells a spin apart when
+# other work shares the cores.
+cpu_ms() { sed 's/.*) //' "/proc/$pid/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print int(($12 + $13) * 1000 / hz) }'; }
+run_ms() { cat "/proc/$pid"/task/*/schedstat | awk '{ s += $1 + $2 } END { print int(s / 1000000) }'; }
+scrape "$E2E_TMP/fd0.prom" || fail "GET /metrics before the exhaustion"
+v=$(mval "$E2E_TMP/fd0.prom" sluice_accept_exhausted_total)
+check "/metrics: sluice_accept_exhausted_total is 0 before ($v)" test "$v" = 0
+soft=$(awk '/^Max open files/ { print $4 }' "/proc/$pid/limits")
+nfd=$(find "/proc/$pid/fd" -mindepth 1 | wc -l)
+prlimit --pid "$pid" --nofile=$((nfd + 16)):
+mark
+rm -f "$E2E_TMP/release"
+ip netns exec "$gw" "$PY" "$SC" hold 127.0.0.1 1080 64 "$E2E_TMP/release" >"$E2E_TMP/hold.out" 2>&1 &
+hold_pid=$!
+track "$hold_pid"
+check "out of descriptors: the episode's warning names the cause and the fix" logged \
+	'warn .*socks door: cannot accept connections: out of file descriptors \(the process.s limit, EMFILE\).*LimitNOFILE'
+wait_for "$E2E_TMP/hold.out" '^served=' 5 || true
+OUT=$(head -n1 "$E2E_TMP/hold.out")
+want "out of descriptors: some greetings answered, the rest waiting (limit $((nfd + 16)): $OUT)" \
+	'^served=[1-9][0-9]* pending=[1-9][0-9]*$'
+pending=$(grep -oE 'pending=[0-9]+' <<<"$OUT" | cut -d= -f2) || true
+"$PY" "$MX" scrape "$API" "$E2E_TMP/fd1.prom" 2>"$E2E_TMP/fd1.err" &
+scrape_pid=$!
+track "$scrape_pid"
+"$PY" - "$CTL" >"$E2E_TMP/fdctl.out" 2>&1 <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+s.sendall(b'{"op":"list"}\n')
+print(s.makefile().readline().strip())
+PY
+ctl_pid=$!
+track "$ctl_pid"
+sleep 0.3
+c0=$(cpu_ms) r0=$(run_ms)
+sleep 2
+c1=$(cpu_ms) r1=$(run_ms)
+cpu=$(((c1 - c0) / 20)) run=$(((r1 - r0) / 20))
+check "out of descriptors: the daemon does not spin: CPU ${cpu}% of a core over 2 s (want < 50%)" \
+	lt "$cpu" 50
+check "out of descriptors: ... nor wait to: runnable ${run}% of the 2 s, all threads (want < 50%)" \
+	lt "$run" 50
+touch "$E2E_TMP/release"
+wait "$hold_pid" || true
+OUT=$(tail -n1 "$E2E_TMP/hold.out")
+want "out of descriptors: once the held connections close, all $pending waiting ones are answered ($OUT)" \
+	"^later=${pending:-?} left=0 "
+check "out of descriptors: the scrape that waited is answered ($(head -c 200 "$E2E_TMP/fd1.err"))" \
+	wait "$scrape_pid"
+v=$(mval "$E2E_TMP/fd1.prom" sluice_accept_exhausted_total)
+check "/metrics: sluice_accept_exhausted_total counts the episode ($v)" test "$v" = 1
+wait "$ctl_pid" || true
+check "out of descriptors: the control request that waited is answered ($(head -c 100 "$E2E_TMP/fdctl.out"))" \
+	grep -q '"ok": *true' "$E2E_TMP/fdctl.out"
+sk origin.test:80 --get "/1k?m=after-emfile"
+want "out of descriptors: a new connection is served again" "^method=00 rep=0 .*http=200 len=1024 sha256=$K1_SHA"
+n=$(since | grep -c 'cannot accept connections') || true
+check "out of descriptors: exactly one log line for the episode ($n)" test "$n" = 1
+prlimit --pid "$pid" --nofile="$soft":
 stop_sluiced
 
 # ===========================================================================

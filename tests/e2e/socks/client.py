@@ -42,6 +42,13 @@ codes, BND, methods, malformed input, split messages).
       a greeting of 255 methods, one byte every 0.2 s (it would take 51 s,
       more than the door's 30 s for the handshake, and WAIT): prints
       sport=PORT recv=HEX|- end=eof|rst|open
+  client.py hold PHOST PPORT N RELEASE
+      opens N connections and greets (no auth) on each at once; after
+      1.5 s prints served=S pending=P (greetings answered 0500, or not yet:
+      still in the door's backlog), then waits for the file RELEASE to
+      exist (up to WAIT s), closes the served ones, and closes each pending
+      one as soon as it is answered (each close frees the door a
+      descriptor): prints later=ANSWERED left=UNANSWERED ms=TIME_TO_ALL
   client.py pipe PHOST PPORT HOST PORT
       a ProxyCommand: CONNECT (no auth) to HOST:PORT, then stdin/stdout
 
@@ -442,9 +449,47 @@ def cmd_pipe(phost, pport, host, port):
         os.write(1, d)
 
 
+def cmd_hold(phost, pport, n, release):
+    socks = []
+    for _ in range(int(n)):
+        s = socket.create_connection((phost, int(pport)), timeout=TIMEOUT)
+        s.sendall(b"\x05\x01\x00")
+        socks.append(s)
+    served, pending = [], list(socks)
+    deadline = time.monotonic() + 1.5
+    while pending and time.monotonic() < deadline:
+        r, _, _ = select.select(pending, [], [], max(0, deadline - time.monotonic()))
+        for s in r:
+            pending.remove(s)
+            served.append(s)
+    print("served=%d pending=%d" % (len(served), len(pending)), flush=True)
+    deadline = time.monotonic() + WAIT
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for s in served:
+        s.close()
+    t0 = time.monotonic()
+    later = 0
+    deadline = t0 + WAIT
+    while pending and time.monotonic() < deadline:
+        r, _, _ = select.select(pending, [], [], 0.5)
+        for s in r:
+            try:
+                d = s.recv(16)
+            except OSError:
+                d = b""
+            later += d == b"\x05\x00"
+            pending.remove(s)
+            s.close()
+    ms = int((time.monotonic() - t0) * 1000)
+    for s in pending:
+        s.close()
+    return ["later=%d left=%d ms=%d" % (later, len(pending), ms)]
+
+
 def main():
     cmds = {"socks": cmd_socks, "raw": cmd_raw, "maxconn": cmd_maxconn, "pipe": cmd_pipe,
-            "drip": cmd_drip}
+            "drip": cmd_drip, "hold": cmd_hold}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2
