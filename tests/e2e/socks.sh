@@ -5,7 +5,11 @@
 # net.sh (nginx over IPv4 and IPv6, dnsmasq, the python servers).
 #
 # Checks: method choice (no-auth by source address, RFC 1929 otherwise, in
-# the client's order, 0xff and close when nothing fits), auth failures,
+# the client's order, 0xff and close when nothing fits or nothing is
+# offered), auth failures, optimistic clients (greeting, credentials,
+# request and payload in one write) served, and what they sent ahead of a
+# refused request never relayed; 07 for any command but CONNECT whatever
+# its address,
 # CONNECT by IPv4, domain and IPv6, every refusal's reply code (02, 04, 05,
 # 06, 07, 08) and its access line, malformed input whole, split and byte by
 # byte, BND of the success reply, identity and report mode, tunnels (1 KiB,
@@ -346,7 +350,7 @@ for how in "" "--split 1" "--random"; do
 	rawsk 040100 $how
 	want "greeting with version 4 ($lbl): closed, no reply" '^recv=- end=(eof|rst)$'
 	rawsk 0500 $how
-	want "greeting with zero methods ($lbl): closed, no reply" '^recv=- end=(eof|rst)$'
+	want "greeting with zero methods ($lbl): 05 ff (no acceptable method), closed" '^recv=05ff end=(eof|rst)$'
 	rawsk "$(printf '41%.0s' $(seq 300))" $how
 	want "300 bytes of garbage ($lbl): closed, no reply" '^recv=- end=(eof|rst)$'
 	rawsk 050100 0501000300 $how
@@ -362,15 +366,57 @@ for how in "" "--split 1" "--random"; do
 	want "RFC 1929 with version 2 ($lbl): status 01, closed" '^recv=05020101 end=(eof|rst)$'
 done
 rawsk 05010078
-want "trailing garbage: a byte after the greeting, before the method reply: closed, no reply" '^recv=- end=(eof|rst)$'
+want "a byte after the greeting, before the method reply, is the request's first: wrong version, REP 01" \
+	"^recv=0500 end=data:$R01$"
 rawsk "05ff$(printf '00%.0s' $(seq 255))$(printf '41%.0s' $(seq 43))"
-want "an oversize greeting (300 bytes: 255 methods and 43 more): closed, no reply" '^recv=- end=(eof|rst)$'
-rawsk 050100 "05010001$(printf '0a63000a')0050ff"
-want "trailing garbage after the request, before the reply: REP 01, closed" "^recv=0500$R01 end=(eof|rst)$"
+want "an oversize greeting (300 bytes: 255 methods and 43 more): 05 00, then the 43 are a request of version 0x41: REP 01" \
+	"^recv=0500 end=data:$R01$"
+rawsk 050100 "05010001$(printf '0a63000a')0050$(printf 'GET /?m=raw-ahead HTTP/1.0\r\n\r\n' | od -An -tx1 | tr -d ' \n')"
+want "bytes after the request, before the reply, are its payload: the success reply, then nginx's answer" \
+	'^recv=0500050000010a630001[0-9a-f]{4} end=data:485454502f312e3120323030'
 rawsk 050100 "05010003ff$(printf '61%.0s' $(seq 300))"
-want "an oversize request (300 more bytes): REP 01, closed" "^recv=0500$R01 end=(eof|rst)$"
+want "an oversize request (300 more bytes: a 255-byte name, the port, a payload): REP 02 (bad host), closed" \
+	"^recv=050005020001000000000000 end=(eof|rst)$"
 rawsk 050100 "05010003ff$(printf '61%.0s' $(seq 300))" --split 7
 want "an oversize request in 7-byte pieces: a failure REP (01 or 02), closed" "^recv=0500050[12]0001000000000000 end=(eof|rst)$"
+
+# --- optimistic clients and the corners of RFC 1928 ---------------------------
+# A client that sends the greeting, the credentials, the request and its
+# first payload in one write is served: the payload is held until the
+# request is allowed. Refused, the payload reaches no upstream: the first
+# request proves that such a payload does reach nginx (10.99.0.10, the
+# address blocked.origin.test also has); the last proves nginx logged
+# everything sent before it.
+mark
+sk origin.test:80 --optimistic --get "/1k?m=opt-noauth"
+want "optimistic, no auth: greeting, request and GET in one write: 200, 1 KiB" \
+	"^method=00 rep=0 bnd=10\.99\.0\.1:[0-9]+ http=200 len=1024 sha256=$K1_SHA end=eof$"
+check "optimistic: nginx got the GET sent ahead of the replies" grep -q "m=opt-noauth " "$NGLOG"
+sk origin.test:80 --optimistic --methods 02 --user ci --pass "$CI_PW" --get "/1k?m=opt-auth"
+want "optimistic, RFC 1929: greeting, credentials, request and GET in one write: 200" \
+	"^method=02 auth=00 rep=0 bnd=10\.99\.0\.1:[0-9]+ http=200 len=1024 sha256=$K1_SHA end=eof$"
+# bytes_in: the greeting (3), the credentials, the request (18) and the GET
+n=$((3 + 3 + 2 + ${#CI_PW} + 18 + $(printf 'GET /1k?m=opt-auth HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n' | wc -c)))
+check "access log: the optimistic tunnel counts what was sent ahead once (bytes_in=$n)" logged \
+	"${A}client=ci .*host=origin\.test port=80 decision=allow reason=none upstream=10\.99\.0\.10:80 status=0 bytes_in=$n "
+sk blocked.origin.test:80 --optimistic --get "/?m=opt-denied"
+want "optimistic, denied (blocked.origin.test): REP 2, closed" '^method=00 rep=2 bnd=0\.0\.0\.0:0 end=(eof|rst)$'
+sk origin.test:8080 --optimistic --get "/?m=opt-refused"
+want "optimistic, the connect refused (origin.test:8080): REP 5, closed" '^method=00 rep=5 bnd=0\.0\.0\.0:0 end=(eof|rst)$'
+sk origin.test:80 --optimistic --methods 02 --user ci --pass wrong --get "/?m=opt-badauth"
+want "optimistic, a wrong password: status 01, closed" '^method=02 auth=01 end=(eof|rst)$'
+sk origin.test:80 --optimistic --get "/?m=opt-after"
+want "optimistic, once more: served" '^method=00 rep=0 .*http=200 '
+check "nginx logged the request sent after the refused ones" grep -q "m=opt-after " "$NGLOG"
+check "the payloads of the refused requests reached no upstream (nginx never saw them)" \
+	bash -c "! grep -Eq 'm=opt-(denied|refused|badauth) ' '$NGLOG'"
+refused "BIND with ATYP 5: 07, whatever its address" origin.test:80 7 --cmd 2 --atyp 5
+refused "UDP ASSOCIATE to 0.0.0.0:0 (RFC 1928 7): 07" 0.0.0.0:0 7 --cmd 3
+refused "command 9 with ATYP 2: 07" origin.test:80 7 --cmd 9 --atyp 2
+refused "BIND, optimistic, with a payload: 07" origin.test:80 7 --cmd 2 --optimistic --get "/?m=opt-bind"
+check "access log: the commands the door does not serve, unsupported, status=7, host=-" logged \
+	"${A}client=local .*host=- port=0 decision=deny reason=unsupported upstream=- status=7 "
+check "the BIND's payload reached no upstream" bash -c "! grep -q 'm=opt-bind ' '$NGLOG'"
 
 # --- real clients ----------------------------------------------------------
 sha=$(G env ALL_PROXY=socks5h://127.0.0.1:1080 curl -sS --max-time 10 "http://origin.test/1k?m=allproxy" | sha256sum | cut -d' ' -f1) || true

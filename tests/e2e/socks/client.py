@@ -21,6 +21,9 @@ codes, BND, methods, malformed input, split messages).
                    expect "N\\n" then EOF; adds halfclose=ok|bad
     --quiet        on success: send nothing, and wait (up to WAIT s) for
                    the door to end the tunnel; adds sport=PORT
+    --optimistic   send the greeting, the credentials (with --user), the
+                   request and the --get request in one write, before any
+                   reply (as optimistic clients do); then read the replies
   client.py raw PHOST PPORT STEP... [--split K|--random] [--then HEX]
       each STEP is hex bytes, sent (in pieces of K bytes 20 ms apart, or
       in random pieces); after each, the reply to it (greeting, then
@@ -160,9 +163,14 @@ def opts(args, spec):
     return out, rest
 
 
+def http_get(path, host):
+    return b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (path.encode(), host.encode())
+
+
 def cmd_socks(phost, pport, *args):
     quiet = "--quiet" in args
-    args = [a for a in args if a != "--quiet"]
+    optimistic = "--optimistic" in args
+    args = [a for a in args if a not in ("--quiet", "--optimistic")]
     o, rest = opts(args, {"methods", "user", "pass", "atyp", "cmd", "split", "get", "halfclose"})
     host, port = parse_target(rest[0])
     methods = bytes(int(m, 16) for m in o.get("methods", "00").split(","))
@@ -177,7 +185,17 @@ def cmd_socks(phost, pport, *args):
     out = []
     s = connect(phost, pport)
     try:
-        send(s, bytes([5, len(methods)]) + methods, split)
+        if optimistic:
+            u, p = o.get("user", "").encode(), o.get("pass", "").encode()
+            ahead = bytes([5, len(methods)]) + methods
+            if "user" in o:
+                ahead += bytes([1, len(u)]) + u + bytes([len(p)]) + p
+            ahead += request(int(o.get("cmd", "1")), atyp, host, port)
+            if "get" in o:
+                ahead += http_get(o["get"], host)
+            s.sendall(ahead)
+        else:
+            send(s, bytes([5, len(methods)]) + methods, split)
         ver, m = recv_exact(s, 2)
         out.append("method=%02x" % m)
         if m == 0xff:
@@ -185,21 +203,23 @@ def cmd_socks(phost, pport, *args):
             return out
         if m == 2:
             u, p = o.get("user", "").encode(), o.get("pass", "").encode()
-            send(s, bytes([1, len(u)]) + u + bytes([len(p)]) + p, split)
+            if not optimistic:
+                send(s, bytes([1, len(u)]) + u + bytes([len(p)]) + p, split)
             v, st = recv_exact(s, 2)
             out.append("auth=%02x" % st)
             if st != 0:
                 out.append("end=" + ending(s))
                 return out
-        send(s, request(int(o.get("cmd", "1")), atyp, host, port), split)
+        if not optimistic:
+            send(s, request(int(o.get("cmd", "1")), atyp, host, port), split)
         rep, bnd = read_reply(s)
         out.append("rep=%d bnd=%s" % (rep, bnd))
         if rep != 0:
             out.append("end=" + ending(s))
             return out
         if "get" in o:
-            s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
-                      % (o["get"].encode(), host.encode()))
+            if not optimistic:
+                s.sendall(http_get(o["get"], host))
             data = b""
             while True:
                 d = s.recv(65536)
