@@ -15,6 +15,7 @@
 #define AGENT_OUT_HIGH (512u * 1024)    /* stop producing data above this */
 #define AGENT_OUT_HARD (4u * 1024 * 1024) /* stop reading requests above */
 #define AGENT_DRAIN_MS 250              /* pipe grace after a child exits */
+#define AGENT_LISTEN_PAUSE_MS 100       /* accept out of descriptors: look again */
 #define AGENT_STDIN_BUF (256u * 1024)   /* stdin credit granted at once */
 
 enum agent_stream_kind {
@@ -98,6 +99,8 @@ struct agent {
 	int sigfd;              /* SIGCHLD, SIGTERM */
 	int listen_fd;          /* --listen socket (borrowed), or -1 */
 	int next_fd;            /* a host waiting to be served next, or -1 */
+	int64_t listen_resume_ms; /* listen_fd unwatched until then: accept
+				     ran out of descriptors or memory */
 	bool eof;               /* the host closed its side */
 	bool term;              /* SIGTERM from the host: exit */
 	bool dead;              /* fatal framing or I/O error */

@@ -905,6 +905,10 @@ on_listen(struct agent *a)
 			a->refused++;
 			continue;
 		}
+		/* The socket stays readable: poll would wake at once and
+		 * spin. Out of descriptors or memory, look again later. */
+		if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM)
+			a->listen_resume_ms = now_ms() + AGENT_LISTEN_PAUSE_MS;
 		if (fd < 0)
 			return;
 		close_fd(&a->next_fd);
@@ -921,8 +925,16 @@ agent_run(struct agent *a)
 
 	for (;;) {
 		int timeout, n = 0;
+		bool listen_paused;
 
 		timeout = housekeeping(a);
+		listen_paused = a->listen_fd >= 0 && a->listen_resume_ms > now_ms();
+		if (listen_paused) {
+			int left = (int)(a->listen_resume_ms - now_ms());
+
+			if (timeout < 0 || left < timeout)
+				timeout = left > 0 ? left : 0;
+		}
 		out_flush(a);
 		if (a->dead) {
 			rc = -EPROTO;
@@ -940,7 +952,7 @@ agent_run(struct agent *a)
 		pfd[n] = (struct pollfd){ .fd = a->sigfd, .events = POLLIN };
 		who[n++] = NULL;
 		/* a negative fd is skipped by poll */
-		pfd[n] = (struct pollfd){ .fd = a->listen_fd, .events = POLLIN };
+		pfd[n] = (struct pollfd){ .fd = listen_paused ? -1 : a->listen_fd, .events = POLLIN };
 		who[n++] = NULL;
 		for (int i = 0; i < AGENT_MAX_STREAMS; i++) {
 			struct agent_stream *s = &a->streams[i];

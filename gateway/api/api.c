@@ -38,10 +38,13 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "accept.h"
 #include "api.h"
 #include "conf.h"
 #include "http1.h"
 #include "log.h"
+#include "metrics.h"
+#include "site.h"
 
 #define API_MAX_HEAD        (64u * 1024)
 #define API_BUF_SIZE        (API_MAX_HEAD + 16u * 1024) /* head + room for body reads */
@@ -72,7 +75,7 @@ struct api_listener {
 	bool running; /* thread started */
 	int fd;
 	bool is_unix;
-	time_t last_err; /* rate limit of accept error lines */
+	struct gw_accept_backoff backoff; /* out of descriptors (accept.h) */
 };
 
 struct gw_api {
@@ -83,6 +86,7 @@ struct gw_api {
 	size_t nlis;
 	int wake_fd; /* eventfd: readable once stopping */
 	char tcp_addr[INET6_ADDRSTRLEN + 8];
+	struct sockaddr_storage tcp_ss; /* what the TCP listener is bound to */
 	char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	bool have_sock;
 	dev_t sock_dev; /* the socket file we made, to remove */
@@ -1167,6 +1171,47 @@ route_find(const struct gw_api_route *routes, const char *method, const char *pa
 	return NULL;
 }
 
+/* A request field for the browser checks: its first value and count. */
+static struct gw_site_field
+site_field(const struct gw_h1_head *h, const char *name)
+{
+	const struct gw_h1_header *f = gw_h1_header_find(h, name);
+	struct gw_site_field out = {0};
+
+	if (!f)
+		return out;
+	out.p = f->value.p;
+	out.len = f->value.len;
+	for (; f; f = gw_h1_header_next(h, f, name))
+		out.n++;
+	return out;
+}
+
+/* A web page's request (site.h): answered 403 before anything else is
+ * looked at, and the connection closed after it, its body unread (only
+ * drained by the linger). True when refused. */
+static bool
+refuse_browser(struct gw_api_req *r)
+{
+	struct gw_api *a = r->c->api;
+	struct gw_site_self self = {.is_unix = r->c->is_unix,
+	                            .addr = (const struct sockaddr *)&a->tcp_ss};
+	struct gw_site_field host = site_field(r->head, "Host");
+	struct gw_site_field origin = site_field(r->head, "Origin");
+	struct gw_site_field fetch = site_field(r->head, "Sec-Fetch-Site");
+	enum gw_site_verdict v;
+	char msg[512];
+
+	v = gw_site_check(&self, &host, &origin, &fetch, msg, sizeof(msg));
+	if (v == GW_SITE_OK)
+		return false;
+	gw_log_debug("api: refused: %s", msg);
+	gw_metrics_api_browser_refused(gw_site_code(v));
+	r->keep = false;
+	send_error(r, 403, gw_site_code(v), msg, NULL, 0);
+	return true;
+}
+
 static void
 serve(struct gw_api_req *r)
 {
@@ -1186,6 +1231,8 @@ serve(struct gw_api_req *r)
 		memcpy(r->method, h->method.p, h->method.len);
 		r->method[h->method.len] = '\0';
 	}
+	if (refuse_browser(r))
+		return;
 	if (h->target.len == 0 || h->target.p[0] != '/' ||
 	    gw_h1_target_parse(h->target.p, h->target.len, h->method_id, &t, &terr) < 0 ||
 	    t.form != GW_H1_TARGET_ORIGIN) {
@@ -1464,19 +1511,22 @@ accept_one(struct api_listener *l)
 
 	fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0) {
-		time_t now = time(NULL);
+		char what[sizeof(a->sock_path) + 8];
 
-		if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK ||
-		    errno == ECONNABORTED || errno == EPROTO)
-			return;
-		if (now != l->last_err) {
-			l->last_err = now;
-			gw_log_err("api: accept");
+		snprintf(what, sizeof(what), "API %s", l->is_unix ? a->sock_path : a->tcp_addr);
+		/* Out of descriptors or memory: the listener stays readable, so
+		 * poll() would wake at once; wait out a back-off instead (or
+		 * gw_api_stop()). The ended connections are joined meanwhile:
+		 * their threads hold no descriptor, but their memory is due. */
+		if (gw_accept_failed(errno, what) == GW_ACCEPT_PAUSE) {
+			reap(a);
+			(void)poll(&(struct pollfd){.fd = a->wake_fd, .events = POLLIN}, 1,
+				   (int)gw_accept_backoff_next(&l->backoff));
 		}
-		/* Out of descriptors or memory: do not spin. */
-		(void)poll(&(struct pollfd){.fd = a->wake_fd, .events = POLLIN}, 1, 100);
 		return;
 	}
+	gw_accept_ok();
+	gw_accept_backoff_reset(&l->backoff);
 	reap(a);
 	set_timeouts(fd, API_IDLE_TIMEOUT_MS);
 	if (!l->is_unix)
@@ -1607,6 +1657,7 @@ open_tcp(struct gw_api *a, const struct conf_hostport *hp, char *err, size_t err
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
 		goto fail;
 	format_addr(&ss, a->tcp_addr, sizeof(a->tcp_addr));
+	a->tcp_ss = ss;
 	a->lis[a->nlis++] = (struct api_listener){.api = a, .fd = fd, .is_unix = false};
 	return 0;
 fail : {

@@ -8,6 +8,11 @@
  * parsed with the doors' strict parser (http1.h), keep-alive is honoured,
  * and every error is JSON: {"error": {"code": "...", "message": "..."}}.
  *
+ * A web page's request is refused (403) before anything else, the
+ * target, the token or the body, is looked at (site.h): a cross-site
+ * Sec-Fetch-Site, a foreign Origin, or on TCP a Host that is not the
+ * listener's own address or localhost (DNS rebinding).
+ *
  * Authentication happens before a handler runs:
  *  - "Authorization: Bearer T" where T is the operator token or a
  *    tenant's key, compared in constant time against every one of them;

@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include "accept.h"
 #include "conf.h"
 #include "control.h"
 #include "fleet.h"
@@ -49,7 +50,31 @@ struct gw_control {
 	int fd;
 	struct gw_io io;
 	struct ctl_conn *conns;
+	/* Out of descriptors: the listener is out of epoll until the timer,
+	 * or a connection closing, resumes it (accept.h). */
+	bool paused;
+	struct gw_timer resume;
+	struct gw_accept_backoff backoff;
 };
+
+static void
+accept_resume(struct gw_control *ctl)
+{
+	if (!ctl->paused)
+		return;
+	gw_timer_cancel(ctl->loop, &ctl->resume);
+	ctl->paused = false;
+	if (gw_io_mod(ctl->loop, &ctl->io, EPOLLIN) < 0 &&
+	    gw_timer_arm(ctl->loop, &ctl->resume, gw_accept_backoff_next(&ctl->backoff)) == 0)
+		ctl->paused = true;     /* epoll out of memory: later */
+}
+
+static void
+on_resume(struct gw_loop *l, struct gw_timer *t)
+{
+	(void)l;
+	accept_resume(t->arg);
+}
 
 static void
 conn_free_cb(void *arg)
@@ -77,6 +102,7 @@ conn_close(struct ctl_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	gw_defer(ctl->loop, &c->free_d, conn_free_cb, c);
+	accept_resume(ctl);
 }
 
 static json_t *
@@ -416,8 +442,21 @@ on_accept(struct gw_loop *l, struct gw_io *io, uint32_t events)
 		int fd = accept4(ctl->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct ctl_conn *c;
 
-		if (fd < 0)
+		if (fd < 0) {
+			enum gw_accept_next next = gw_accept_failed(errno, "control socket");
+
+			if (next == GW_ACCEPT_NEXT)
+				continue;
+			/* Out of descriptors the listener stays readable: out
+			 * of epoll it cannot spin the main loop. */
+			if (next == GW_ACCEPT_PAUSE &&
+			    gw_timer_arm(l, &ctl->resume, gw_accept_backoff_next(&ctl->backoff)) == 0 &&
+			    gw_io_mod(l, &ctl->io, 0) == 0)
+				ctl->paused = true;
 			return;
+		}
+		gw_accept_ok();
+		gw_accept_backoff_reset(&ctl->backoff);
 		if (!(c = calloc(1, sizeof(*c)))) {
 			close(fd);
 			continue;
@@ -468,6 +507,7 @@ gw_control_open(struct gw_loop *l, const char *path, struct gw_fleet *f, struct 
 		return NULL;
 	}
 	ctl->loop = l;
+	gw_timer_init(&ctl->resume, on_resume, ctl);
 	ctl->fleet = f;
 	ctl->mgr = mgr;
 	snprintf(ctl->path, sizeof(ctl->path), "%s", path);
@@ -518,6 +558,7 @@ gw_control_close(struct gw_control *ctl)
 		free(c->out);
 		free(c);
 	}
+	gw_timer_cancel(ctl->loop, &ctl->resume);
 	gw_io_del(ctl->loop, &ctl->io);
 	close(ctl->fd);
 	unlink(ctl->path);

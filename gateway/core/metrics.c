@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "accept.h"
 #include "metrics.h"
 #include "reason.h"
 
@@ -378,6 +379,38 @@ render_tls(struct gw_mbuf *b)
 	           "Leaf mints that failed.", lv.mint_failures);
 }
 
+/* ---- the API ----------------------------------------------------------- */
+
+static const char *const browser_codes[] = {"cross-site", "bad-origin", "bad-host"};
+#define NBROWSER (sizeof(browser_codes) / sizeof(browser_codes[0]))
+static _Atomic uint64_t browser_refused[NBROWSER];
+
+static _Atomic uint64_t *
+browser_cell(const char *code)
+{
+	for (size_t i = 0; code && i < NBROWSER; i++)
+		if (strcmp(code, browser_codes[i]) == 0)
+			return &browser_refused[i];
+	return NULL;
+}
+
+void
+gw_metrics_api_browser_refused(const char *code)
+{
+	_Atomic uint64_t *c = browser_cell(code);
+
+	if (c)
+		atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+uint64_t
+gw_metrics_api_browser_refusals(const char *code)
+{
+	_Atomic uint64_t *c = browser_cell(code);
+
+	return c ? atomic_load_explicit(c, memory_order_relaxed) : 0;
+}
+
 /* ---- the process ------------------------------------------------------ */
 
 static struct timespec start_time;
@@ -442,6 +475,22 @@ gw_metrics_render(struct gw_mbuf *b)
 		    (unsigned long long)atomic_load_explicit(&relay_bytes[m], memory_order_relaxed));
 
 	render_tls(b);
+
+	render_one(b, "sluice_accept_exhausted_total", "counter",
+	           "Episodes in which the daemon could not accept connections for want of "
+	           "file descriptors (EMFILE, ENFILE) or kernel memory (ENOBUFS, ENOMEM): "
+	           "every listener paused with back-off until they could be had again.",
+	           gw_accept_episodes());
+
+	gw_metrics_family(b, "sluice_api_browser_refusals_total", "counter",
+	                  "API requests refused as a web page's, before any handler, by reason: "
+	                  "cross-site (Sec-Fetch-Site), bad-origin (Origin), bad-host (Host: "
+	                  "not the API's address, as after DNS rebinding).");
+	for (size_t i = 0; i < NBROWSER; i++)
+		gw_mbuf_printf(b, "sluice_api_browser_refusals_total{reason=\"%s\"} %llu\n",
+		               browser_codes[i],
+		               (unsigned long long)atomic_load_explicit(&browser_refused[i],
+		                                                        memory_order_relaxed));
 
 	gw_metrics_family(b, "sluice_process_start_time_seconds", "gauge",
 	                  "Start time of the process since the Unix epoch in seconds.");

@@ -140,6 +140,15 @@ typedef void (*gw_metrics_leaves_fn)(void *arg, struct gw_metrics_leaves *out);
  * stopped: the pointer is not guarded. */
 void gw_metrics_leaves_source(gw_metrics_leaves_fn fn, void *arg);
 
+/* ---- the API ------------------------------------------------------------ */
+
+/* A request the API refused as a web page's (api/site.h), by its error
+ * code: "cross-site", "bad-origin" or "bad-host" (anything else is not
+ * counted). Any thread. */
+void gw_metrics_api_browser_refused(const char *code);
+/* The count so far for one code (0 for an unknown one), for tests. */
+uint64_t gw_metrics_api_browser_refusals(const char *code);
+
 /* Appends every gateway family: sluice_door_decisions_total (non-zero
  * series only), sluice_tunnels_active, sluice_tunnels_total,
  * sluice_tunnel_bytes_total, sluice_tunnel_relay_bytes_total,
@@ -147,6 +156,7 @@ void gw_metrics_leaves_source(gw_metrics_leaves_fn fn, void *arg);
  * sluice_leaf_cache_hits_total, sluice_leaf_cache_misses_total,
  * sluice_leaf_cache_evictions_total, sluice_leaf_cache_entries,
  * sluice_leaf_mints_total, sluice_leaf_mint_failures_total,
+ * sluice_accept_exhausted_total, sluice_api_browser_refusals_total,
  * sluice_process_start_time_seconds. Any thread; check b->oom after.
  * Others (pools, API) append their families to the same buffer. */
 void gw_metrics_render(struct gw_mbuf *b);

@@ -332,6 +332,9 @@ gw_conn_close(struct gw_conn *c, enum gw_reason why)
 		c->next->prev = c->prev;
 	c->prev = c->next = NULL;
 	conn_release();
+	/* Its descriptors are free: listeners paused for want of them
+	 * need not wait for their back-off. */
+	gw_worker_accept_resume(w);
 	gw_defer(w->loop, &c->defer, conn_free, c);
 }
 

@@ -304,13 +304,8 @@ run_up(struct gw_h1x *x, uint32_t *uev)
 		up_failed(x);
 	else
 		gw_conn_tls_handshake(c, true, GW_R_NONE);
-	/* A SOCKS5 client must wait for our reply: bytes before it would be
-	 * taken for its hello unchecked by the protocol. */
-	if (x->way == GW_WAY_SOCKS5 && !x->intercept && !x->by_sni && !gw_xprt_quiet(c->cli.x)) {
-		gw_intercept_refuse_early(x, GW_R_BAD_REQUEST, 0,
-					  "bytes after the request before our reply");
-		return true;
-	}
+	/* What an optimistic SOCKS5 client sent after its request, before our
+	 * reply, is its hello: read and checked as such in TLS_HELLO. */
 	if (x->intercept || !x->is_connect) {
 		/* A new connection for a later request (the guest's TLS is
 		 * ours already), or for an https:// URL sent in the clear. */

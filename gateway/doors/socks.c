@@ -7,9 +7,15 @@
  * The same connection core (conn.h: accept, identity, dial, tunnel,
  * teardown, access line) as the other doors; only the framing differs. A
  * client matched by source address may use no authentication; otherwise it
- * must authenticate as a static client with a user and password. Every
- * message must wait for our reply: a byte past a message before the reply
- * is an error.
+ * must authenticate as a static client with a user and password.
+ *
+ * Optimistic clients send the greeting, the authentication, the request
+ * and the first payload without waiting for our replies (RFC 1928 does
+ * not forbid it): what arrives past a message is kept for the next one,
+ * and what arrives past the request is held, never read as anything,
+ * until the request is allowed and its upstream connected; then it is the
+ * tunnel's first bytes (or, intercepted, the guest's hello). A refusal
+ * drops it unsent. Bytes still in the socket wait there meanwhile.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,7 +46,7 @@
 #include "worker.h"
 
 #define SOCKS_HANDSHAKE_MS 30000
-#define SOCKS_IN 600            /* the largest message is 262 bytes */
+#define SOCKS_IN 600            /* the largest message is 513 bytes (auth) */
 
 #define SOCKS_STATES(X)                                                      \
 	X(GREETING, "greeting")                                              \
@@ -71,7 +77,19 @@ struct socks_conn {
 	size_t outlen;
 	size_t outpos;
 	bool close_after_reply;
+	/* Read, not used yet: in[inpos, inlen). The rest of a message, the
+	 * next one, or after the request the held first payload. */
+	uint8_t in[SOCKS_IN];
+	size_t inpos, inlen;
 };
+
+/* Forgets what the client sent ahead: the connection is refused. */
+static void
+socks_drop_held(struct socks_conn *s)
+{
+	explicit_bzero(s->in, sizeof(s->in));
+	s->inpos = s->inlen = 0;
+}
 
 /* A request was read (or could not be): its access line is owed. The
  * handshake's bytes so far are the line's. */
@@ -108,6 +126,8 @@ socks_refuse(struct socks_conn *s, uint8_t rep, enum gw_reason why, const char *
 	s->outlen = n > 0 ? (size_t)n : 0;
 	s->outpos = 0;
 	s->close_after_reply = true;
+	/* What came after the request goes nowhere. */
+	socks_drop_held(s);
 	/* The client may have sent more than we read: drain it on closing,
 	 * so that the close does not reset the connection over our reply. */
 	c->drain = true;
@@ -123,6 +143,13 @@ socks_say(struct socks_conn *s, const uint8_t *p, size_t n, bool then_close)
 	s->outlen = n;
 	s->outpos = 0;
 	s->close_after_reply = then_close;
+	if (then_close) {
+		/* A refusal: what the client sent ahead goes nowhere, and
+		 * what it is still sending is drained so that our close does
+		 * not reset the connection over the reply. */
+		socks_drop_held(s);
+		s->base.drain = true;
+	}
 }
 
 /* Writes the pending reply. 1 done, 0 blocked, -1 failed (closed). */
@@ -169,15 +196,6 @@ socks_dialed(struct gw_conn *c, enum gw_reason why, int err, const char *detail)
 		c->door->run(c);
 		return;
 	}
-	/* Nothing may arrive before our reply: bytes sent while we dialled
-	 * would otherwise go upstream unchecked as the tunnel's first. */
-	if (!gw_xprt_quiet(c->cli.x)) {
-		gw_conn_upstream_drop(c);
-		socks_refuse(s, GW_SOCKS5_REP_GENERAL_FAILURE, GW_R_BAD_REQUEST,
-			     "bytes after the request before our reply");
-		c->door->run(c);
-		return;
-	}
 	/* BND.ADDR: the address the gateway connected from, as RFC 1928 asks. */
 	if (getsockname(c->up.tcp.fd, (struct sockaddr *)&bound, &bl) < 0)
 		memset(&bound, 0, sizeof(bound));
@@ -189,12 +207,33 @@ socks_dialed(struct gw_conn *c, enum gw_reason why, int err, const char *detail)
 	gw_conn_tunnel_start(c);
 	gw_conn_tunnel_gate(c);
 	gw_conn_set_state(c, SOCKS_TUNNEL);
-	if (n < 0 || gw_tunnel_preload(&c->tun, GW_TUNNEL_U2C, (const char *)s->out, (size_t)n,
-				       false) < 0) {
+	/* Then what the client sent ahead of our reply, allowed now: first
+	 * upstream, through the tunnel's hello gate like anything it sends
+	 * later (counted already, in the handshake's bytes). */
+	if (n < 0 ||
+	    gw_tunnel_preload(&c->tun, GW_TUNNEL_U2C, (const char *)s->out, (size_t)n, false) < 0 ||
+	    gw_tunnel_preload(&c->tun, GW_TUNNEL_C2U, (const char *)s->in + s->inpos,
+			      s->inlen - s->inpos, true) < 0) {
 		gw_conn_close(c, GW_R_INTERNAL);
 		return;
 	}
+	socks_drop_held(s);
 	c->door->run(c);
+}
+
+/* Hands the connection to the intercepting exchange, with what the
+ * client sent ahead of our reply (the start of its hello): copied, as the
+ * hand-over may free s before it reads them. */
+static void
+socks_intercept(struct socks_conn *s)
+{
+	uint8_t pre[SOCKS_IN];
+	size_t n = s->inlen - s->inpos;
+
+	memcpy(pre, s->in + s->inpos, n);
+	gw_conn_disarm(&s->base);
+	gw_intercept_enter(&s->base, GW_WAY_SOCKS5, pre, n);
+	explicit_bzero(pre, n);
 }
 
 /* A request was parsed: identity is settled; check and dial. */
@@ -209,13 +248,7 @@ socks_request(struct socks_conn *s, const struct gw_socks5_request *req)
 
 	socks_req_begin(c);
 	c->req.port = req->port;
-	if (req->cmd != GW_SOCKS5_CMD_CONNECT) {
-		snprintf(c->req.host, sizeof(c->req.host), "-");
-		socks_refuse(s, GW_SOCKS5_REP_CMD_UNSUPPORTED, GW_R_UNSUPPORTED,
-			     "%s is not supported: only CONNECT",
-			     req->cmd == GW_SOCKS5_CMD_BIND ? "BIND" : "UDP ASSOCIATE");
-		return;
-	}
+	/* (Only a CONNECT parses: the parser refuses any other command.) */
 	if (req->atyp == GW_SOCKS5_ATYP_DOMAIN) {
 		rawlen = req->host_len;
 		memcpy(raw, req->host, rawlen);
@@ -234,8 +267,7 @@ socks_request(struct socks_conn *s, const struct gw_socks5_request *req)
 		if (req->atyp != GW_SOCKS5_ATYP_DOMAIN && gw_intercept_literal_wanted(c, NULL)) {
 			/* An address the client resolved itself: its hello's
 			 * server name may say where it goes (intercept.h). */
-			gw_conn_disarm(c);
-			gw_intercept_enter(c, GW_WAY_SOCKS5, NULL, 0);
+			socks_intercept(s);
 			return;
 		}
 		socks_refuse(s, gw_socks5_rep_for(d.reason), d.reason,
@@ -247,8 +279,7 @@ socks_request(struct socks_conn *s, const struct gw_socks5_request *req)
 	c->req.report_reason = d.reason;
 	if (gw_intercept_wants(c, c->req.host, c->req.port)) {
 		/* The intercepting exchange dials and answers from here. */
-		gw_conn_disarm(c);
-		gw_intercept_enter(c, GW_WAY_SOCKS5, NULL, 0);
+		socks_intercept(s);
 		return;
 	}
 	gw_conn_set_state(c, SOCKS_DIALING);
@@ -257,44 +288,43 @@ socks_request(struct socks_conn *s, const struct gw_socks5_request *req)
 
 /* ---- the engine ---- */
 
-/* Parses what the client sent in the current handshake phase. Returns
- * true to go on. */
+/* Parses what the client sent in the current handshake phase: what is
+ * left of the last read, or a new one. Returns true to go on. */
 static bool
 socks_handshake(struct socks_conn *s)
 {
 	struct gw_conn *c = &s->base;
-	uint8_t in[SOCKS_IN], reply[2];
-	size_t used = 0;
-	ssize_t n;
+	const uint8_t *in;
+	uint8_t reply[2];
+	size_t used = 0, n;
 	enum gw_socks5_result r;
 
-	n = gw_xprt_recv(c->cli.x, in, sizeof(in));
-	if (n == 0) {
-		gw_conn_close(c, GW_R_CLIENT_CLOSED);
-		return false;
-	}
-	if (n < 0) {
-		if (n == -EAGAIN)
+	if (s->inpos == s->inlen) {
+		ssize_t k = gw_xprt_recv(c->cli.x, s->in, sizeof(s->in));
+
+		if (k == -EAGAIN)
 			return false;
-		gw_conn_close(c, GW_R_CLIENT_CLOSED);
-		return false;
+		if (k <= 0) {
+			gw_conn_close(c, GW_R_CLIENT_CLOSED);
+			return false;
+		}
+		c->req.bytes_in += (uint64_t)k;
+		s->inpos = 0;
+		s->inlen = (size_t)k;
 	}
-	c->req.bytes_in += (uint64_t)n;
+	in = s->in + s->inpos;
+	n = s->inlen - s->inpos;
 	switch (c->state) {
 	case SOCKS_GREETING: {
 		const struct gw_socks5_greeting *g;
 		uint8_t m;
 
-		r = gw_socks5_parse_greeting(&s->parser, in, (size_t)n, &used, &g);
+		r = gw_socks5_parse_greeting(&s->parser, in, n, &used, &g);
+		s->inpos += used;
 		if (r == GW_SOCKS5_AGAIN)
 			return true;
 		if (r == GW_SOCKS5_ERROR) {
 			gw_log_debug("socks %s: bad greeting: %s", c->src, s->parser.err.msg);
-			gw_conn_close(c, GW_R_BAD_REQUEST);
-			return false;
-		}
-		if (used != (size_t)n) {
-			gw_log_debug("socks %s: bytes after the greeting before our reply", c->src);
 			gw_conn_close(c, GW_R_BAD_REQUEST);
 			return false;
 		}
@@ -342,10 +372,11 @@ socks_handshake(struct socks_conn *s)
 		const struct gw_socks5_auth *a;
 		int idx;
 
-		r = gw_socks5_parse_auth(&s->parser, in, (size_t)n, &used, &a);
+		r = gw_socks5_parse_auth(&s->parser, in, n, &used, &a);
+		s->inpos += used;
 		if (r == GW_SOCKS5_AGAIN)
 			return true;
-		if (r == GW_SOCKS5_ERROR || used != (size_t)n) {
+		if (r == GW_SOCKS5_ERROR) {
 			gw_socks5_auth_reply(reply, false);
 			c->req.reason = GW_R_BAD_REQUEST;
 			socks_say(s, reply, 2, true);
@@ -369,7 +400,8 @@ socks_handshake(struct socks_conn *s)
 	case SOCKS_REQUEST: {
 		const struct gw_socks5_request *req;
 
-		r = gw_socks5_parse_request(&s->parser, in, (size_t)n, &used, &req);
+		r = gw_socks5_parse_request(&s->parser, in, n, &used, &req);
+		s->inpos += used;
 		if (r == GW_SOCKS5_AGAIN)
 			return true;
 		if (r == GW_SOCKS5_ERROR) {
@@ -380,13 +412,7 @@ socks_handshake(struct socks_conn *s)
 				     s->parser.err.reason, "%s", s->parser.err.msg);
 			return true;
 		}
-		if (used != (size_t)n) {
-			socks_req_begin(c);
-			snprintf(c->req.host, sizeof(c->req.host), "-");
-			socks_refuse(s, GW_SOCKS5_REP_GENERAL_FAILURE, GW_R_BAD_REQUEST,
-				     "bytes after the request before our reply");
-			return true;
-		}
+		/* in[inpos, inlen) is held: the client's first payload. */
 		socks_request(s, req);
 		return true;
 	}
@@ -442,7 +468,10 @@ socks_run(struct gw_conn *c)
 static void
 socks_fini(struct gw_conn *c)
 {
-	gw_socks5_parser_wipe(&gw_conn_door(c, struct socks_conn)->parser);
+	struct socks_conn *s = gw_conn_door(c, struct socks_conn);
+
+	gw_socks5_parser_wipe(&s->parser);
+	socks_drop_held(s);
 }
 
 static void

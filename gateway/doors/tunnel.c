@@ -337,8 +337,18 @@ gw_tunnel_run(struct gw_tunnel *t, uint32_t *cev, uint32_t *uev, bool *moved)
 
 	*moved = false;
 	*cev = *uev = 0;
-	a = dir_run(t, c2u, true, relayed);
-	b = a < 0 ? 0 : dir_run(t, u2c, false, relayed);
+	if (c2u->gate) {
+		/* While the client's first record is gated, the way back
+		 * goes first: what the door preloaded (the CONNECT's 200, the
+		 * SOCKS5 success reply) reaches a client that sent its hello
+		 * without waiting for it, even when the gate then refuses
+		 * the hello. (Nothing goes upstream before the gate opens.) */
+		b = dir_run(t, u2c, false, relayed);
+		a = b < 0 ? 0 : dir_run(t, c2u, true, relayed);
+	} else {
+		a = dir_run(t, c2u, true, relayed);
+		b = a < 0 ? 0 : dir_run(t, u2c, false, relayed);
+	}
 	/* Once per pass, not per syscall: two relaxed adds at most. */
 	gw_metrics_tunnel_relayed(relayed);
 	if (a < 0 || b < 0)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "accept-t.h"
 #include "loop-t.h"
 
 #include "dial-t.h"
@@ -49,6 +50,12 @@ struct gw_worker {
 	struct gw_worker_dns *dnsd;     /* the DNS door's TCP connections */
 	struct gw_listener *ls;         /* every door this worker accepts on */
 	size_t nls;
+	/* Out of descriptors, every listener of the worker is out of epoll
+	 * (they share the process's table) until the timer, or a connection
+	 * of this worker closing, resumes them (accept.h). */
+	bool accept_paused;
+	struct gw_timer accept_timer;
+	struct gw_accept_backoff accept_backoff;
 	int stop_fd;                    /* an eventfd: stop the loop */
 	struct gw_io stop_io;
 	struct gw_conn *conns;          /* every live connection, any door */

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "accept.h"
 #include "addr.h"
 #include "conn.h"
 #include "dns.h"
@@ -39,6 +40,12 @@ static const char *const door_names[] = {
 	[GW_DOOR_DNS] = "dns",
 	[GW_DOOR_DNS_UDP] = "dns",
 	[GW_DOOR_NAMES] = "names",
+};
+/* The same, as the listener a failed accept names (accept.h). */
+static const char *const door_listener_names[] = {
+	[GW_DOOR_FORWARD] = "forward door",
+	[GW_DOOR_SOCKS] = "socks door",
+	[GW_DOOR_SNI] = "sni door",
 };
 
 /* A listening socket on sa, made in the fleet namespace when there is a
@@ -72,6 +79,52 @@ fail:
 	return -1;
 }
 
+/* Puts every listener of w in epoll (on) or takes them out. True when
+ * all are where asked. */
+static bool
+listeners_watch(struct gw_worker *w, bool on)
+{
+	bool ok = true;
+
+	for (size_t i = 0; i < w->nls; i++)
+		if (gw_io_mod(w->loop, &w->ls[i].io, on ? EPOLLIN : 0) < 0)
+			ok = false;
+	return ok;
+}
+
+static void
+accept_pause(struct gw_worker *w)
+{
+	/* Taken out of epoll, a listener with connections waiting no longer
+	 * wakes the loop: nothing spins while the pause lasts. A timer that
+	 * cannot be armed would leave the doors shut for good: then the
+	 * listeners stay watched, and the next wake-up tries again. */
+	if (gw_timer_arm(w->loop, &w->accept_timer,
+			 gw_accept_backoff_next(&w->accept_backoff)) < 0)
+		return;
+	listeners_watch(w, false);
+	w->accept_paused = true;
+}
+
+void
+gw_worker_accept_resume(struct gw_worker *w)
+{
+	if (!w->accept_paused)
+		return;
+	gw_timer_cancel(w->loop, &w->accept_timer);
+	w->accept_paused = false;
+	/* epoll itself out of memory: try again at the next back-off. */
+	if (!listeners_watch(w, true))
+		accept_pause(w);
+}
+
+static void
+on_accept_timer(struct gw_loop *l, struct gw_timer *t)
+{
+	(void)l;
+	gw_worker_accept_resume(t->arg);
+}
+
 static void
 on_accept(struct gw_loop *l, struct gw_io *io, uint32_t events)
 {
@@ -85,10 +138,17 @@ on_accept(struct gw_loop *l, struct gw_io *io, uint32_t events)
 		int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE)
-				gw_log_warn("%s door: cannot accept", door_names[ls->kind]);
+			enum gw_accept_next next =
+				gw_accept_failed(errno, door_listener_names[ls->kind]);
+
+			if (next == GW_ACCEPT_NEXT)
+				continue;
+			if (next == GW_ACCEPT_PAUSE)
+				accept_pause(w);
 			break;
 		}
+		gw_accept_ok();
+		gw_accept_backoff_reset(&w->accept_backoff);
 		switch (ls->kind) {
 		case GW_DOOR_FORWARD:
 			gw_fwd_accept(w, fd, ls->lane);
@@ -223,6 +283,8 @@ worker_main(void *arg)
 static void
 worker_fini(struct gw_worker *w)
 {
+	if (w->loop)
+		gw_timer_cancel(w->loop, &w->accept_timer);
 	for (size_t i = 0; i < w->nls; i++) {
 		gw_io_del(w->loop, &w->ls[i].io);
 		close(w->ls[i].fd);
@@ -246,6 +308,7 @@ worker_init(struct gw_worker *w, unsigned id, const struct conf *c, struct gw_fl
 	w->id = id;
 	w->stop_fd = -1;
 	w->use_splice = !getenv("SLUICE_NO_SPLICE");
+	gw_timer_init(&w->accept_timer, on_accept_timer, w);
 	w->loop = gw_loop_new();
 	if (!w->loop) {
 		snprintf(err, errsz, "cannot create an event loop: %s", strerror(errno));

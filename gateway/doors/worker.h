@@ -23,6 +23,11 @@ struct gw_worker *gw_workers_start(const struct conf *c, struct gw_fleet *fleet,
 /* Stops every worker (each closes its connections) and joins them. */
 void gw_workers_stop(struct gw_worker *w, unsigned n);
 
+/* Watches w's listeners again if they are paused for want of descriptors
+ * (accept.h): a connection of w has just given its descriptors back.
+ * On w's thread; cheap when they are not paused. */
+void gw_worker_accept_resume(struct gw_worker *w);
+
 /* The number of workers `workers: auto` means here. */
 unsigned gw_workers_auto(void);
 

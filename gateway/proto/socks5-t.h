@@ -89,7 +89,7 @@ enum gw_socks5_phase {
 struct gw_socks5_error {
 	enum gw_reason reason;  /* GW_R_BAD_REQUEST, GW_R_UNSUPPORTED (command
 				 * or address type), GW_R_INTERNAL (misuse) */
-	const char *msg;        /* static: "wrong version 4", "zero methods" */
+	const char *msg;        /* static: "wrong version 4" */
 	bool has_rep;           /* false: close without a reply (greeting) */
 	uint8_t rep;            /* request: REP for gw_socks5_reply();
 				 * auth: the STATUS byte, i.e. what
@@ -100,7 +100,7 @@ struct gw_socks5_error {
 /* A greeting as offered: methods in the client's order, duplicates kept. */
 struct gw_socks5_greeting {
 	uint8_t methods[GW_SOCKS5_MAX_FIELD];
-	size_t nmethods;        /* 1..255 */
+	size_t nmethods;        /* 0..255; 0: nothing offered (answer 0xff) */
 };
 
 /* RFC 1929 credentials: 1..255 bytes each, no NUL inside, NUL-terminated.
@@ -113,7 +113,7 @@ struct gw_socks5_auth {
 };
 
 struct gw_socks5_request {
-	uint8_t cmd;            /* enum gw_socks5_cmd: 1, 2 or 3 */
+	uint8_t cmd;            /* GW_SOCKS5_CMD_CONNECT: nothing else parses */
 	uint8_t atyp;           /* enum gw_socks5_atyp: 1, 3 or 4 */
 	uint8_t addr[16];       /* IPV4: addr[0..4), IPV6: addr[0..16) */
 	char host[GW_SOCKS5_MAX_FIELD + 1]; /* DOMAIN: 1..255 bytes, no NUL,

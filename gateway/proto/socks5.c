@@ -177,10 +177,14 @@ static enum gw_socks5_result step_greeting(struct gw_socks5_parser *p,
 		p->step = GW_SOCKS5_ST_NMETHODS;
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_NMETHODS:
-		c = gw_rd_peek(r);
-		if (c == 0)
-			return malformed(p, "zero methods", 0);
-		(void)gw_rd_getc(r);
+		c = gw_rd_getc(r);
+		/* No methods is a whole greeting that offers nothing: the
+		 * answer is "no acceptable method" (0xff), not a silent close
+		 * the client cannot tell from a network failure. */
+		if (c == 0) {
+			g->nmethods = 0;
+			return GW_SOCKS5_DONE;
+		}
 		field(p, GW_SOCKS5_ST_METHODS, (size_t)c);
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_METHODS:
@@ -257,12 +261,19 @@ static enum gw_socks5_result step_request(struct gw_socks5_parser *p,
 		p->step = GW_SOCKS5_ST_CMD;
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_CMD:
+		/* Only CONNECT is served. Anything else is refused here, at
+		 * its CMD byte, whatever follows: an address type we do not
+		 * know (0x08), a bad reserved byte or port (0x01), UDP
+		 * ASSOCIATE's all-zero address: the client asked for
+		 * something we do not do, and 0x07 is what tells it so. */
 		c = gw_rd_peek(r);
-		if (c != GW_SOCKS5_CMD_CONNECT && c != GW_SOCKS5_CMD_BIND &&
-		    c != GW_SOCKS5_CMD_UDP_ASSOCIATE)
-			return fail(p, GW_R_UNSUPPORTED, "command not supported",
-				    true, GW_SOCKS5_REP_CMD_UNSUPPORTED,
-				    (uint8_t)c);
+		if (c != GW_SOCKS5_CMD_CONNECT)
+			return fail(p, GW_R_UNSUPPORTED,
+				    c == GW_SOCKS5_CMD_BIND ? "BIND is not supported: only CONNECT"
+				    : c == GW_SOCKS5_CMD_UDP_ASSOCIATE
+					? "UDP ASSOCIATE is not supported: only CONNECT"
+					: "unknown command: only CONNECT",
+				    true, GW_SOCKS5_REP_CMD_UNSUPPORTED, (uint8_t)c);
 		(void)gw_rd_getc(r);
 		q->cmd = (uint8_t)c;
 		p->step = GW_SOCKS5_ST_RSV;

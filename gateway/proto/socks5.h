@@ -22,9 +22,11 @@
  * its last byte, and reports in *consumed how many bytes of `in` it used:
  *   GW_SOCKS5_AGAIN  *consumed == len; call again when more bytes come;
  *   GW_SOCKS5_DONE   the message ended at in[*consumed - 1]; the bytes
- *                    in[*consumed..len) are NOT the parser's: they arrived
- *                    before the door's reply, which SOCKS5 never allows, so
- *                    the door should treat them as an error (no pipelining);
+ *                    in[*consumed..len) are NOT the parser's: an
+ *                    optimistic client sent them before the door's reply
+ *                    (the next message, or after the request its first
+ *                    payload); the door keeps them for the next call, and
+ *                    the payload until the request is allowed;
  *   GW_SOCKS5_ERROR  p->err says why; *consumed is the offset of the
  *                    offending byte. Terminal: later calls return ERROR and
  *                    consume nothing. Reply as p->err says, then close.
@@ -50,10 +52,12 @@ void gw_socks5_parser_wipe(struct gw_socks5_parser *p);
 
 /* ---- parsing -------------------------------------------------------- */
 
-/* The greeting: VER=5 NMETHODS=1..255 METHODS. On DONE *out points to
- * p->greeting (valid until init/wipe); otherwise *out is NULL. Errors
- * (reason GW_R_BAD_REQUEST, has_rep false: close without a reply):
- * "wrong version N", "zero methods". */
+/* The greeting: VER=5 NMETHODS=0..255 METHODS. On DONE *out points to
+ * p->greeting (valid until init/wipe); otherwise *out is NULL. NMETHODS 0
+ * is a whole greeting offering nothing: gw_socks5_choose_method() gives
+ * 0xff, which the door sends before closing. Errors (reason
+ * GW_R_BAD_REQUEST, has_rep false: close without a reply): "wrong version
+ * N". */
 enum gw_socks5_result gw_socks5_parse_greeting(
 	struct gw_socks5_parser *p, const uint8_t *in, size_t len,
 	size_t *consumed, const struct gw_socks5_greeting **out);
@@ -72,17 +76,18 @@ enum gw_socks5_result gw_socks5_parse_auth(struct gw_socks5_parser *p,
 					   const struct gw_socks5_auth **out);
 
 /* The request: VER=5 CMD RSV=0 ATYP DST.ADDR DST.PORT. On DONE *out points
- * to p->req (valid until init/wipe); otherwise *out is NULL. BIND and UDP
- * ASSOCIATE parse like CONNECT: refusing them (0x07) is the door's call.
- * Errors, all with has_rep true (send gw_socks5_reply(rep), then close):
- *   reason GW_R_UNSUPPORTED, rep 0x07: "command not supported" (CMD other
- *     than 1, 2, 3);
+ * to p->req (valid until init/wipe), always a CONNECT; otherwise *out is
+ * NULL. Errors, all with has_rep true (send gw_socks5_reply(rep), then
+ * close):
+ *   reason GW_R_UNSUPPORTED, rep 0x07, at the CMD byte, whatever follows
+ *     it (the address is never read: an unknown ATYP could not even be
+ *     measured): "BIND is not supported: only CONNECT", "UDP ASSOCIATE is
+ *     not supported: only CONNECT", "unknown command: only CONNECT";
  *   reason GW_R_UNSUPPORTED, rep 0x08: "address type not supported"
  *     (ATYP other than 1, 3, 4);
  *   reason GW_R_BAD_REQUEST, rep 0x01: "wrong version N",
  *     "reserved byte not zero", "domain length 0", "NUL in domain",
- *     "port 0" (also for UDP ASSOCIATE, where RFC 1928 7 lets a client
- *     send an all-zero address and port).
+ *     "port 0".
  * The domain is only checked for length and NUL: the policy module
  * validates names. */
 enum gw_socks5_result gw_socks5_parse_request(

@@ -4,7 +4,8 @@
 # (busybox template) on one lane, three tenants and the operator.
 #
 # Checks: authentication (TCP and the unix socket, tenants and the
-# operator); warm and cold claims; exec (buffered, env, timeouts,
+# operator); a web page's requests refused (Sec-Fetch-Site, Origin, Host
+# and DNS rebinding); warm and cold claims; exec (buffered, env, timeouts,
 # truncation, streamed); files (5 MiB round trip, directories, errors);
 # tenants cannot see each other's sandboxes; max_claims; a PUT /v1/pools
 # does not touch live claims' layers and refuses a bad set whole; wildcards
@@ -163,6 +164,58 @@ acme GET /v1/pools
 check "a tenant key on GET /v1/pools: 403 operator-only" eval 'status 403 && is "d[\"error\"][\"code\"]" operator-only'
 acme GET /v1/info
 check "a tenant key on GET /v1/info: 403 operator-only" eval 'status 403 && is "d[\"error\"][\"code\"]" operator-only'
+
+# --- 1a. browsers: a web page the operator opens cannot use the API -----------
+# Each refusal is 403 with its code, before any handler: the same request
+# with the API's own origin is answered first (the listener, the token and
+# the path are good), and the cross-site claim below made no claim.
+sb_count() { op GET /v1/sandboxes; j 'len(d["sandboxes"])'; }
+req tcp "$SL_E2E_OPTOK" GET /v1/info -H "Origin: http://127.0.0.1:$PORT" -H "Sec-Fetch-Site: same-origin"
+check "browsers: the API's own origin, same-origin: 200" status 200
+req tcp "$SL_E2E_OPTOK" GET /v1/info -H "Host: localhost:$PORT" -H "Sec-Fetch-Site: none"
+check "browsers: Host localhost:$PORT, a typed navigation (Sec-Fetch-Site: none): 200" status 200
+# refused WHAT CODE [curl args]: over TCP with the operator token.
+browser_refused() {
+	local what=$1 code=$2
+	shift 2
+	req tcp "$SL_E2E_OPTOK" GET /v1/info "$@"
+	check "browsers: $what: 403 $code, JSON, Sluice-Reason" \
+		eval 'status 403 && is "d[\"error\"][\"code\"]" '"$code"' && header "Sluice-Reason: '"$code"'"'
+}
+browser_refused "Sec-Fetch-Site: cross-site" cross-site -H "Sec-Fetch-Site: cross-site"
+browser_refused "Sec-Fetch-Site: same-site (another port of localhost)" cross-site -H "Sec-Fetch-Site: same-site"
+browser_refused "Origin: http://evil.example" bad-origin -H "Origin: http://evil.example"
+browser_refused "Origin: null" bad-origin -H "Origin: null"
+browser_refused "Origin: http://localhost:3000" bad-origin -H "Origin: http://localhost:3000"
+browser_refused "Host: evil.example:$PORT" bad-host -H "Host: evil.example:$PORT"
+check "browsers: the message names the fix" grep -qF "(DNS rebinding); send Host: 127.0.0.1:$PORT or localhost:$PORT" "$BODY"
+# DNS rebinding as a browser does it: a name of the page's, resolved to us.
+ST=$(T curl -sS -m 10 -o "$BODY" -w '%{http_code}' --resolve "rebind.example:$PORT:127.0.0.1" \
+	-H "Authorization: Bearer $SL_E2E_OPTOK" "http://rebind.example:$PORT/v1/info" 2>/dev/null) || true
+B=$(cat "$BODY" 2>/dev/null || true)
+check "browsers: http://rebind.example:$PORT resolved to 127.0.0.1: 403 bad-host" \
+	eval 'status 403 && is "d[\"error\"][\"code\"]" bad-host'
+n0=$(sb_count)
+req tcp "$ACME" POST /v1/claims -H "Origin: http://evil.example" -H "Sec-Fetch-Site: cross-site" \
+	-H 'Content-Type: text/plain' --data-binary '{"pool":"warm"}'
+check "browsers: a cross-site form posting a claim: 403, and no claim was made" \
+	eval 'status 403 && is "d[\"error\"][\"code\"]" cross-site && [ "$(sb_count)" = "$n0" ]'
+op GET /v1/info -H "Origin: http://localhost:$PORT"
+check "browsers: the unix socket has no web origin: an Origin there is 403 bad-origin" \
+	eval 'status 403 && is "d[\"error\"][\"code\"]" bad-origin'
+op GET /v1/info -H "Host: anything.example"
+check "browsers: the unix socket takes any Host (no browser reaches it): 200" status 200
+if [ -x "$CLI" ]; then
+	check "browsers: the CLI over http://localhost:$PORT still works" \
+		quiet T env SLUICE_TOKEN="$SL_E2E_OPTOK" "$CLI" --api "http://localhost:$PORT" info
+fi
+# 3 cross-site (two Sec-Fetch-Site values, the claim), 4 bad-origin (three
+# over TCP, one on the socket), 2 bad-host (a Host, the rebound name).
+op GET /metrics
+check "browsers: /metrics counts the refusals by reason (cross-site 3, bad-origin 4, bad-host 2)" \
+	eval 'grep -qx "sluice_api_browser_refusals_total{reason=\"cross-site\"} 3" "$BODY" &&
+	      grep -qx "sluice_api_browser_refusals_total{reason=\"bad-origin\"} 4" "$BODY" &&
+	      grep -qx "sluice_api_browser_refusals_total{reason=\"bad-host\"} 2" "$BODY"'
 
 # --- 1b. the CA (certs/): made on first start, served to tenants ---------------
 check "the CA was created: certificate and key in place" test -s "$E2E_TMP/ca.pem" -a -s "$E2E_TMP/ca.key"

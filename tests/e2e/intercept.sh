@@ -365,6 +365,61 @@ OUT=$(G curl -sS --max-time 10 --socks5 127.0.0.1:1080 --resolve origin.test:443
 	--cacert "$SLCA" "https://origin.test/1k?m=litsocks" 2>&1 | cmp - "$WWW/1k" 2>&1 && echo same)
 check "socks5:// (the client resolved origin.test itself): intercepted ($OUT)" test "$OUT" = same
 check "... door=socks, the inner GET's line" logged "door=socks .*method=GET host=origin.test port=443 .*status=200 "
+# An optimistic SOCKS5 client: greeting, request (origin.test, intercepted)
+# and its ClientHello in one write, before any reply. The hello sent ahead
+# is the one sluice's TLS answers.
+mark
+OUT=$(G "$PY" - "$SLCA" <<'PYEOF' 2>&1
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+tls = ctx.wrap_bio(inc, out, server_hostname="origin.test")
+try:
+    tls.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+s = socket.create_connection(("127.0.0.1", 1080), timeout=10)
+s.sendall(b"\x05\x01\x00" + b"\x05\x01\x00\x03\x0borigin.test\x01\xbb" + out.read())
+def exact(n):
+    b = b""
+    while len(b) < n:
+        d = s.recv(n - len(b))
+        if not d:
+            raise SystemExit("closed after %r" % b)
+        b += d
+    return b
+method, rep = exact(2), exact(10)
+def pump(op):
+    while True:
+        try:
+            r = op()
+            s.sendall(out.read())
+            return r
+        except ssl.SSLWantReadError:
+            s.sendall(out.read())
+            d = s.recv(65536)
+            if d:
+                inc.write(d)
+            else:
+                inc.write_eof()
+pump(tls.do_handshake)
+pump(lambda: tls.write(b"GET /1k?m=optsocks HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n"))
+data = b""
+while True:
+    try:
+        d = pump(lambda: tls.read(65536))
+    except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+        break
+    if not d:
+        break
+    data += d
+head, _, body = data.partition(b"\r\n\r\n")
+print(method.hex(), rep[:2].hex(), head.split(b"\r\n")[0].decode(), len(body))
+PYEOF
+) || true
+check "an optimistic SOCKS5 client (its hello sent with the request): intercepted ($OUT)" \
+	test "$OUT" = "0500 0500 HTTP/1.1 200 OK 1024"
+check "... door=socks, the inner GET's line" logged "door=socks .*method=GET host=origin.test port=443 .*status=200 "
 check "the origin saw the routed requests and none of the refused" eval \
 	'tail -n +$((n0 + 1)) "$NGLOG" | grep -q "m=litok" && tail -n +$((n0 + 1)) "$NGLOG" | grep -q "m=litplain" &&
 	 ! tail -n +$((n0 + 1)) "$NGLOG" | grep -Eq "m=(litwrong|litclear)"'

@@ -5,14 +5,20 @@
 # net.sh (nginx over IPv4 and IPv6, dnsmasq, the python servers).
 #
 # Checks: method choice (no-auth by source address, RFC 1929 otherwise, in
-# the client's order, 0xff and close when nothing fits), auth failures,
+# the client's order, 0xff and close when nothing fits or nothing is
+# offered), auth failures, optimistic clients (greeting, credentials,
+# request and payload in one write) served, and what they sent ahead of a
+# refused request never relayed; 07 for any command but CONNECT whatever
+# its address,
 # CONNECT by IPv4, domain and IPv6, every refusal's reply code (02, 04, 05,
 # 06, 07, 08) and its access line, malformed input whole, split and byte by
 # byte, BND of the success reply, identity and report mode, tunnels (1 KiB,
 # 100 MiB with sha256, half-close) copying and splicing (and /metrics saying
 # which relay moved the bytes), real clients, max_connections shared with
 # the forward door, and the deadlines: the handshake's 30 s and an idle
-# tunnel's idle_timeout_ms.
+# tunnel's idle_timeout_ms. Out of descriptors (a lowered limit, 64
+# connections at once): no spin, one log line, counted in /metrics, and
+# every waiting connection (SOCKS, API, control) served once they free.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net.sh"
 
@@ -21,12 +27,13 @@ SC=$HERE/socks/client.py
 # --- sluiced -------------------------------------------------------------
 # write_conf MAX_CONNECTIONS [IDLE_TIMEOUT_MS]
 API=$E2E_TMP/api.sock
+CTL=$E2E_TMP/ctl.sock
 write_conf() {
 	cat > "$E2E_TMP/sluice.yaml" <<YAML
 daemon:
   data_dir: $E2E_TMP/data
   fleet_netns: $FLEET
-  control_socket: off
+  control_socket: $CTL
   log: { level: info, format: text }
 api: { listen: off, socket: $API }
 gateway:
@@ -343,7 +350,7 @@ for how in "" "--split 1" "--random"; do
 	rawsk 040100 $how
 	want "greeting with version 4 ($lbl): closed, no reply" '^recv=- end=(eof|rst)$'
 	rawsk 0500 $how
-	want "greeting with zero methods ($lbl): closed, no reply" '^recv=- end=(eof|rst)$'
+	want "greeting with zero methods ($lbl): 05 ff (no acceptable method), closed" '^recv=05ff end=(eof|rst)$'
 	rawsk "$(printf '41%.0s' $(seq 300))" $how
 	want "300 bytes of garbage ($lbl): closed, no reply" '^recv=- end=(eof|rst)$'
 	rawsk 050100 0501000300 $how
@@ -359,15 +366,57 @@ for how in "" "--split 1" "--random"; do
 	want "RFC 1929 with version 2 ($lbl): status 01, closed" '^recv=05020101 end=(eof|rst)$'
 done
 rawsk 05010078
-want "trailing garbage: a byte after the greeting, before the method reply: closed, no reply" '^recv=- end=(eof|rst)$'
+want "a byte after the greeting, before the method reply, is the request's first: wrong version, REP 01" \
+	"^recv=0500 end=data:$R01$"
 rawsk "05ff$(printf '00%.0s' $(seq 255))$(printf '41%.0s' $(seq 43))"
-want "an oversize greeting (300 bytes: 255 methods and 43 more): closed, no reply" '^recv=- end=(eof|rst)$'
-rawsk 050100 "05010001$(printf '0a63000a')0050ff"
-want "trailing garbage after the request, before the reply: REP 01, closed" "^recv=0500$R01 end=(eof|rst)$"
+want "an oversize greeting (300 bytes: 255 methods and 43 more): 05 00, then the 43 are a request of version 0x41: REP 01" \
+	"^recv=0500 end=data:$R01$"
+rawsk 050100 "05010001$(printf '0a63000a')0050$(printf 'GET /?m=raw-ahead HTTP/1.0\r\n\r\n' | od -An -tx1 | tr -d ' \n')"
+want "bytes after the request, before the reply, are its payload: the success reply, then nginx's answer" \
+	'^recv=0500050000010a630001[0-9a-f]{4} end=data:485454502f312e3120323030'
 rawsk 050100 "05010003ff$(printf '61%.0s' $(seq 300))"
-want "an oversize request (300 more bytes): REP 01, closed" "^recv=0500$R01 end=(eof|rst)$"
+want "an oversize request (300 more bytes: a 255-byte name, the port, a payload): REP 02 (bad host), closed" \
+	"^recv=050005020001000000000000 end=(eof|rst)$"
 rawsk 050100 "05010003ff$(printf '61%.0s' $(seq 300))" --split 7
 want "an oversize request in 7-byte pieces: a failure REP (01 or 02), closed" "^recv=0500050[12]0001000000000000 end=(eof|rst)$"
+
+# --- optimistic clients and the corners of RFC 1928 ---------------------------
+# A client that sends the greeting, the credentials, the request and its
+# first payload in one write is served: the payload is held until the
+# request is allowed. Refused, the payload reaches no upstream: the first
+# request proves that such a payload does reach nginx (10.99.0.10, the
+# address blocked.origin.test also has); the last proves nginx logged
+# everything sent before it.
+mark
+sk origin.test:80 --optimistic --get "/1k?m=opt-noauth"
+want "optimistic, no auth: greeting, request and GET in one write: 200, 1 KiB" \
+	"^method=00 rep=0 bnd=10\.99\.0\.1:[0-9]+ http=200 len=1024 sha256=$K1_SHA end=eof$"
+check "optimistic: nginx got the GET sent ahead of the replies" grep -q "m=opt-noauth " "$NGLOG"
+sk origin.test:80 --optimistic --methods 02 --user ci --pass "$CI_PW" --get "/1k?m=opt-auth"
+want "optimistic, RFC 1929: greeting, credentials, request and GET in one write: 200" \
+	"^method=02 auth=00 rep=0 bnd=10\.99\.0\.1:[0-9]+ http=200 len=1024 sha256=$K1_SHA end=eof$"
+# bytes_in: the greeting (3), the credentials, the request (18) and the GET
+n=$((3 + 3 + 2 + ${#CI_PW} + 18 + $(printf 'GET /1k?m=opt-auth HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n' | wc -c)))
+check "access log: the optimistic tunnel counts what was sent ahead once (bytes_in=$n)" logged \
+	"${A}client=ci .*host=origin\.test port=80 decision=allow reason=none upstream=10\.99\.0\.10:80 status=0 bytes_in=$n "
+sk blocked.origin.test:80 --optimistic --get "/?m=opt-denied"
+want "optimistic, denied (blocked.origin.test): REP 2, closed" '^method=00 rep=2 bnd=0\.0\.0\.0:0 end=(eof|rst)$'
+sk origin.test:8080 --optimistic --get "/?m=opt-refused"
+want "optimistic, the connect refused (origin.test:8080): REP 5, closed" '^method=00 rep=5 bnd=0\.0\.0\.0:0 end=(eof|rst)$'
+sk origin.test:80 --optimistic --methods 02 --user ci --pass wrong --get "/?m=opt-badauth"
+want "optimistic, a wrong password: status 01, closed" '^method=02 auth=01 end=(eof|rst)$'
+sk origin.test:80 --optimistic --get "/?m=opt-after"
+want "optimistic, once more: served" '^method=00 rep=0 .*http=200 '
+check "nginx logged the request sent after the refused ones" grep -q "m=opt-after " "$NGLOG"
+check "the payloads of the refused requests reached no upstream (nginx never saw them)" \
+	bash -c "! grep -Eq 'm=opt-(denied|refused|badauth) ' '$NGLOG'"
+refused "BIND with ATYP 5: 07, whatever its address" origin.test:80 7 --cmd 2 --atyp 5
+refused "UDP ASSOCIATE to 0.0.0.0:0 (RFC 1928 7): 07" 0.0.0.0:0 7 --cmd 3
+refused "command 9 with ATYP 2: 07" origin.test:80 7 --cmd 9 --atyp 2
+refused "BIND, optimistic, with a payload: 07" origin.test:80 7 --cmd 2 --optimistic --get "/?m=opt-bind"
+check "access log: the commands the door does not serve, unsupported, status=7, host=-" logged \
+	"${A}client=local .*host=- port=0 decision=deny reason=unsupported upstream=- status=7 "
+check "the BIND's payload reached no upstream" bash -c "! grep -q 'm=opt-bind ' '$NGLOG'"
 
 # --- real clients ----------------------------------------------------------
 sha=$(G env ALL_PROXY=socks5h://127.0.0.1:1080 curl -sS --max-time 10 "http://origin.test/1k?m=allproxy" | sha256sum | cut -d' ' -f1) || true
@@ -438,6 +487,78 @@ start_sluiced sluiced-copy.log SLUICE_NO_SPLICE=1
 check "sluiced starts with SLUICE_NO_SPLICE=1" wait_for "$LOG" "sluiced [0-9.]+ started"
 check "the doors listen" door_up
 tunnel_cases copy
+
+# --- out of descriptors ----------------------------------------------------------
+# The daemon's descriptor limit is lowered (prlimit) to 16 above what it
+# holds, and 64 SOCKS connections greet at once: some are served, the rest
+# wait in the doors' backlogs, joined by a scrape of /metrics (the API's
+# accept thread) and a control request (the main loop). A listener the
+# kernel keeps readable while accept fails would spin: every worker at
+# 100% of a core, logging each failure.
+# cpu_ms: the daemon's CPU time (utime + stime, every thread); run_ms: the
+# time its threads were runnable (on a CPU, or waiting for one: schedstat).
+# A spinning thread is runnable all the time, however busy the machine is
+# and however little CPU it gets: run_ms is what tells a spin apart when
+# other work shares the cores.
+cpu_ms() { sed 's/.*) //' "/proc/$pid/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print int(($12 + $13) * 1000 / hz) }'; }
+run_ms() { cat "/proc/$pid"/task/*/schedstat | awk '{ s += $1 + $2 } END { print int(s / 1000000) }'; }
+scrape "$E2E_TMP/fd0.prom" || fail "GET /metrics before the exhaustion"
+v=$(mval "$E2E_TMP/fd0.prom" sluice_accept_exhausted_total)
+check "/metrics: sluice_accept_exhausted_total is 0 before ($v)" test "$v" = 0
+soft=$(awk '/^Max open files/ { print $4 }' "/proc/$pid/limits")
+nfd=$(find "/proc/$pid/fd" -mindepth 1 | wc -l)
+prlimit --pid "$pid" --nofile=$((nfd + 16)):
+mark
+rm -f "$E2E_TMP/release"
+ip netns exec "$gw" "$PY" "$SC" hold 127.0.0.1 1080 64 "$E2E_TMP/release" >"$E2E_TMP/hold.out" 2>&1 &
+hold_pid=$!
+track "$hold_pid"
+check "out of descriptors: the episode's warning names the cause and the fix" logged \
+	'warn .*socks door: cannot accept connections: out of file descriptors \(the process.s limit, EMFILE\).*LimitNOFILE'
+wait_for "$E2E_TMP/hold.out" '^served=' 5 || true
+OUT=$(head -n1 "$E2E_TMP/hold.out")
+want "out of descriptors: some greetings answered, the rest waiting (limit $((nfd + 16)): $OUT)" \
+	'^served=[1-9][0-9]* pending=[1-9][0-9]*$'
+pending=$(grep -oE 'pending=[0-9]+' <<<"$OUT" | cut -d= -f2) || true
+"$PY" "$MX" scrape "$API" "$E2E_TMP/fd1.prom" 2>"$E2E_TMP/fd1.err" &
+scrape_pid=$!
+track "$scrape_pid"
+"$PY" - "$CTL" >"$E2E_TMP/fdctl.out" 2>&1 <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+s.sendall(b'{"op":"list"}\n')
+print(s.makefile().readline().strip())
+PY
+ctl_pid=$!
+track "$ctl_pid"
+sleep 0.3
+c0=$(cpu_ms) r0=$(run_ms)
+sleep 2
+c1=$(cpu_ms) r1=$(run_ms)
+cpu=$(((c1 - c0) / 20)) run=$(((r1 - r0) / 20))
+check "out of descriptors: the daemon does not spin: CPU ${cpu}% of a core over 2 s (want < 50%)" \
+	lt "$cpu" 50
+check "out of descriptors: ... nor wait to: runnable ${run}% of the 2 s, all threads (want < 50%)" \
+	lt "$run" 50
+touch "$E2E_TMP/release"
+wait "$hold_pid" || true
+OUT=$(tail -n1 "$E2E_TMP/hold.out")
+want "out of descriptors: once the held connections close, all $pending waiting ones are answered ($OUT)" \
+	"^later=${pending:-?} left=0 "
+check "out of descriptors: the scrape that waited is answered ($(head -c 200 "$E2E_TMP/fd1.err"))" \
+	wait "$scrape_pid"
+v=$(mval "$E2E_TMP/fd1.prom" sluice_accept_exhausted_total)
+check "/metrics: sluice_accept_exhausted_total counts the episode ($v)" test "$v" = 1
+wait "$ctl_pid" || true
+check "out of descriptors: the control request that waited is answered ($(head -c 100 "$E2E_TMP/fdctl.out"))" \
+	grep -q '"ok": *true' "$E2E_TMP/fdctl.out"
+sk origin.test:80 --get "/1k?m=after-emfile"
+want "out of descriptors: a new connection is served again" "^method=00 rep=0 .*http=200 len=1024 sha256=$K1_SHA"
+n=$(since | grep -c 'cannot accept connections') || true
+check "out of descriptors: exactly one log line for the episode ($n)" test "$n" = 1
+prlimit --pid "$pid" --nofile="$soft":
 stop_sluiced
 
 # ===========================================================================

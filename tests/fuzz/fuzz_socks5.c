@@ -5,10 +5,12 @@
  * (bit 0 of the second byte: no-auth, bit 1: username/password). The stream
  * is read as a greeting, then, if the door would choose 0x02, an RFC 1929
  * sub-negotiation, then a request, each message where the previous one
- * ended. Two parsers run side by side: one fed the stream in pieces, one
- * fed all that remains at once. Besides memory errors it checks the
- * contracts: consumed never exceeds the input, AGAIN consumes everything,
- * and both parsers agree on result, consumed count, error and fields.
+ * ended (an optimistic client sends them all at once). Two parsers run
+ * side by side: one fed the stream in pieces, one fed all that remains at
+ * once. Besides memory errors it checks the contracts: consumed never
+ * exceeds the input, AGAIN consumes everything, both parsers agree on
+ * result, consumed count, error and fields, only CONNECT parses, and any
+ * other command is refused with 0x07 at its CMD byte.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -100,8 +102,7 @@ static enum gw_socks5_result split(struct gw_socks5_parser *p, enum kind k,
 static void check_fields(const struct gw_socks5_parser *p, enum kind k)
 {
 	if (k == GREETING) {
-		CHECK(p->greeting.nmethods >= 1 &&
-		      p->greeting.nmethods <= GW_SOCKS5_MAX_FIELD);
+		CHECK(p->greeting.nmethods <= GW_SOCKS5_MAX_FIELD);
 	} else if (k == AUTH) {
 		const struct gw_socks5_auth *a = &p->auth;
 
@@ -116,7 +117,8 @@ static void check_fields(const struct gw_socks5_parser *p, enum kind k)
 		uint8_t out[GW_SOCKS5_REPLY_MAX];
 		int n;
 
-		CHECK(q->cmd >= 1 && q->cmd <= 3 && q->port != 0);
+		/* only CONNECT parses */
+		CHECK(q->cmd == GW_SOCKS5_CMD_CONNECT && q->port != 0);
 		CHECK(q->atyp == 1 || q->atyp == 3 || q->atyp == 4);
 		if (q->atyp == GW_SOCKS5_ATYP_DOMAIN) {
 			CHECK(q->host_len >= 1 && strlen(q->host) == q->host_len);
@@ -170,6 +172,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			      pw.err.rep == ps.err.rep &&
 			      pw.err.byte == ps.err.byte);
 			CHECK(pw.err.has_rep == (k != GREETING));
+			/* A request whose CMD is not CONNECT gets 0x07 at
+			 * its CMD byte, whatever follows it. */
+			if (k == REQUEST && len - at > 1 && s[at] == GW_SOCKS5_VERSION &&
+			    s[at + 1] != GW_SOCKS5_CMD_CONNECT)
+				CHECK(cw == 1 && pw.err.reason == GW_R_UNSUPPORTED &&
+				      pw.err.rep == GW_SOCKS5_REP_CMD_UNSUPPORTED);
 			(void)gw_socks5_rep_name(pw.err.rep);
 			break;
 		}

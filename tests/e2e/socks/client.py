@@ -21,6 +21,9 @@ codes, BND, methods, malformed input, split messages).
                    expect "N\\n" then EOF; adds halfclose=ok|bad
     --quiet        on success: send nothing, and wait (up to WAIT s) for
                    the door to end the tunnel; adds sport=PORT
+    --optimistic   send the greeting, the credentials (with --user), the
+                   request and the --get request in one write, before any
+                   reply (as optimistic clients do); then read the replies
   client.py raw PHOST PPORT STEP... [--split K|--random] [--then HEX]
       each STEP is hex bytes, sent (in pieces of K bytes 20 ms apart, or
       in random pieces); after each, the reply to it (greeting, then
@@ -42,6 +45,13 @@ codes, BND, methods, malformed input, split messages).
       a greeting of 255 methods, one byte every 0.2 s (it would take 51 s,
       more than the door's 30 s for the handshake, and WAIT): prints
       sport=PORT recv=HEX|- end=eof|rst|open
+  client.py hold PHOST PPORT N RELEASE
+      opens N connections and greets (no auth) on each at once; after
+      1.5 s prints served=S pending=P (greetings answered 0500, or not yet:
+      still in the door's backlog), then waits for the file RELEASE to
+      exist (up to WAIT s), closes the served ones, and closes each pending
+      one as soon as it is answered (each close frees the door a
+      descriptor): prints later=ANSWERED left=UNANSWERED ms=TIME_TO_ALL
   client.py pipe PHOST PPORT HOST PORT
       a ProxyCommand: CONNECT (no auth) to HOST:PORT, then stdin/stdout
 
@@ -153,9 +163,14 @@ def opts(args, spec):
     return out, rest
 
 
+def http_get(path, host):
+    return b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (path.encode(), host.encode())
+
+
 def cmd_socks(phost, pport, *args):
     quiet = "--quiet" in args
-    args = [a for a in args if a != "--quiet"]
+    optimistic = "--optimistic" in args
+    args = [a for a in args if a not in ("--quiet", "--optimistic")]
     o, rest = opts(args, {"methods", "user", "pass", "atyp", "cmd", "split", "get", "halfclose"})
     host, port = parse_target(rest[0])
     methods = bytes(int(m, 16) for m in o.get("methods", "00").split(","))
@@ -170,7 +185,17 @@ def cmd_socks(phost, pport, *args):
     out = []
     s = connect(phost, pport)
     try:
-        send(s, bytes([5, len(methods)]) + methods, split)
+        if optimistic:
+            u, p = o.get("user", "").encode(), o.get("pass", "").encode()
+            ahead = bytes([5, len(methods)]) + methods
+            if "user" in o:
+                ahead += bytes([1, len(u)]) + u + bytes([len(p)]) + p
+            ahead += request(int(o.get("cmd", "1")), atyp, host, port)
+            if "get" in o:
+                ahead += http_get(o["get"], host)
+            s.sendall(ahead)
+        else:
+            send(s, bytes([5, len(methods)]) + methods, split)
         ver, m = recv_exact(s, 2)
         out.append("method=%02x" % m)
         if m == 0xff:
@@ -178,21 +203,23 @@ def cmd_socks(phost, pport, *args):
             return out
         if m == 2:
             u, p = o.get("user", "").encode(), o.get("pass", "").encode()
-            send(s, bytes([1, len(u)]) + u + bytes([len(p)]) + p, split)
+            if not optimistic:
+                send(s, bytes([1, len(u)]) + u + bytes([len(p)]) + p, split)
             v, st = recv_exact(s, 2)
             out.append("auth=%02x" % st)
             if st != 0:
                 out.append("end=" + ending(s))
                 return out
-        send(s, request(int(o.get("cmd", "1")), atyp, host, port), split)
+        if not optimistic:
+            send(s, request(int(o.get("cmd", "1")), atyp, host, port), split)
         rep, bnd = read_reply(s)
         out.append("rep=%d bnd=%s" % (rep, bnd))
         if rep != 0:
             out.append("end=" + ending(s))
             return out
         if "get" in o:
-            s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
-                      % (o["get"].encode(), host.encode()))
+            if not optimistic:
+                s.sendall(http_get(o["get"], host))
             data = b""
             while True:
                 d = s.recv(65536)
@@ -442,9 +469,47 @@ def cmd_pipe(phost, pport, host, port):
         os.write(1, d)
 
 
+def cmd_hold(phost, pport, n, release):
+    socks = []
+    for _ in range(int(n)):
+        s = socket.create_connection((phost, int(pport)), timeout=TIMEOUT)
+        s.sendall(b"\x05\x01\x00")
+        socks.append(s)
+    served, pending = [], list(socks)
+    deadline = time.monotonic() + 1.5
+    while pending and time.monotonic() < deadline:
+        r, _, _ = select.select(pending, [], [], max(0, deadline - time.monotonic()))
+        for s in r:
+            pending.remove(s)
+            served.append(s)
+    print("served=%d pending=%d" % (len(served), len(pending)), flush=True)
+    deadline = time.monotonic() + WAIT
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for s in served:
+        s.close()
+    t0 = time.monotonic()
+    later = 0
+    deadline = t0 + WAIT
+    while pending and time.monotonic() < deadline:
+        r, _, _ = select.select(pending, [], [], 0.5)
+        for s in r:
+            try:
+                d = s.recv(16)
+            except OSError:
+                d = b""
+            later += d == b"\x05\x00"
+            pending.remove(s)
+            s.close()
+    ms = int((time.monotonic() - t0) * 1000)
+    for s in pending:
+        s.close()
+    return ["later=%d left=%d ms=%d" % (later, len(pending), ms)]
+
+
 def main():
     cmds = {"socks": cmd_socks, "raw": cmd_raw, "maxconn": cmd_maxconn, "pipe": cmd_pipe,
-            "drip": cmd_drip}
+            "drip": cmd_drip, "hold": cmd_hold}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2

@@ -30,6 +30,7 @@
 #include "api.h"
 #include "conf.h"
 #include "http1.h"
+#include "metrics.h"
 
 #define OP_TOKEN  "op-7f3a9c2e51d04b86"
 #define ACME_KEY  "acme-k1-0b6e2f"
@@ -492,6 +493,7 @@ teardown(void **state)
 
 struct client {
 	int fd;
+	bool tcp;
 	size_t len;
 	char buf[1 << 16];
 };
@@ -529,6 +531,7 @@ dial_tcp(void)
 	assert_int_equal(inet_pton(AF_INET, host, &sin.sin_addr), 1);
 	sin.sin_port = htons((uint16_t)atoi(colon + 1));
 	cl->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cl->tcp = true;
 	assert_true(cl->fd >= 0);
 	timeouts(cl->fd);
 	assert_int_equal(connect(cl->fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
@@ -558,7 +561,7 @@ client_close(struct client *cl)
 }
 
 static void
-send_str(struct client *cl, const char *s, size_t n)
+send_raw(struct client *cl, const char *s, size_t n)
 {
 	while (n > 0) {
 		ssize_t k = send(cl->fd, s, n, MSG_NOSIGNAL);
@@ -570,6 +573,26 @@ send_str(struct client *cl, const char *s, size_t n)
 		s += k;
 		n -= (size_t)k;
 	}
+}
+
+/* The requests here say "Host: x"; a TCP client sends the listener's
+ * own address instead, the one Host the server takes there (site.h). */
+static void
+send_str(struct client *cl, const char *s, size_t n)
+{
+	static const char hx[] = "Host: x\r\n";
+	const char *at;
+
+	while (cl->tcp && (at = memmem(s, n, hx, sizeof(hx) - 1))) {
+		char h[96];
+		int k = snprintf(h, sizeof(h), "Host: %s\r\n", F.addr);
+
+		send_raw(cl, s, (size_t)(at - s));
+		send_raw(cl, h, (size_t)k);
+		n -= (size_t)(at - s) + sizeof(hx) - 1;
+		s = at + sizeof(hx) - 1;
+	}
+	send_raw(cl, s, n);
 }
 
 static void sendf(struct client *cl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -742,6 +765,120 @@ json_get_str(const struct resp *rs, const char *key)
 #define H "Host: x\r\n"
 
 /* ---- the server: refusals ------------------------------------------- */
+
+/* tmpl with every "PORT" replaced by the TCP listener's port. */
+static void
+with_port(const char *tmpl, char *out, size_t outsz)
+{
+	const char *port = strrchr(F.addr, ':') + 1, *at;
+	size_t o = 0;
+
+	while ((at = strstr(tmpl, "PORT"))) {
+		o += (size_t)snprintf(out + o, outsz - o, "%.*s%s", (int)(at - tmpl), tmpl, port);
+		assert_true(o < outsz);
+		tmpl = at + 4;
+	}
+	snprintf(out + o, outsz - o, "%s", tmpl);
+}
+
+/* A web page's request (site.h): 403 before anything else (the target,
+ * the token, the route, the body, the handler), then closed. Each case
+ * carries a good operator token, and would be answered otherwise. */
+static void
+test_srv_403_browser(void **state)
+{
+	static const struct {
+		bool tcp;
+		const char *head; /* the request's head but its token */
+		const char *code;
+	} cases[] = {
+	    {true, "GET /v1/info HTTP/1.1\r\nHost: evil.test:PORT\r\n", "bad-host"},
+	    {true, "GET /v1/info HTTP/1.1\r\nHost: localhost.evil.test:PORT\r\n", "bad-host"},
+	    {true, "GET /v1/info HTTP/1.0\r\n", "bad-host"},
+	    {true, "GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nOrigin: http://evil.test\r\n",
+	     "bad-origin"},
+	    {true, "GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nOrigin: null\r\n", "bad-origin"},
+	    {true, "GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nSec-Fetch-Site: cross-site\r\n",
+	     "cross-site"},
+	    {true, "GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nSec-Fetch-Site: same-site\r\n",
+	     "cross-site"},
+	    /* before the target (400), the route (404) */
+	    {true, "GET http://x/v1/info HTTP/1.1\r\nHost: evil.test:PORT\r\n", "bad-host"},
+	    {true, "GET /nope HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nOrigin: http://evil.test\r\n",
+	     "bad-origin"},
+	    /* before the body is read, before the handler runs */
+	    {true,
+	     "POST /v1/echo HTTP/1.1\r\nHost: evil.test:PORT\r\nContent-Length: 7\r\n"
+	     "Content-Type: application/json\r\n",
+	     "bad-host"},
+	    /* the unix socket: no web origin, and Sec-Fetch-Site as on TCP */
+	    {false, "GET /v1/info HTTP/1.1\r\nHost: x\r\nOrigin: http://localhost\r\n",
+	     "bad-origin"},
+	    {false, "GET /v1/info HTTP/1.1\r\nHost: x\r\nSec-Fetch-Site: cross-site\r\n",
+	     "cross-site"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct client *cl = cases[i].tcp ? dial_tcp() : dial_unix();
+		uint64_t n0 = gw_metrics_api_browser_refusals(cases[i].code);
+		struct resp rs;
+		char head[512];
+
+		with_port(cases[i].head, head, sizeof(head));
+		once(cl, &rs, "%sAuthorization: Bearer " OP_TOKEN "\r\n\r\n%s", head,
+		     strstr(head, "Content-Length") ? "{\"a\":1}" : "");
+		if (rs.status != 403)
+			fail_msg("case %zu: %u:\n%s%s", i, rs.status, rs.head, rs.body);
+		assert_error(&rs, 403, cases[i].code);
+		assert_has(rs.head, "Connection: close\r\n");
+		assert_true(rs.eof_after);
+		/* counted before the answer went out */
+		assert_int_equal(gw_metrics_api_browser_refusals(cases[i].code), n0 + 1);
+		resp_free(&rs);
+		client_close(cl);
+	}
+}
+
+/* What a browser-free client sends passes: the CLI's Host for
+ * http://127.0.0.1:PORT and http://localhost:PORT, a typed navigation, a
+ * same-origin page, any Host (or none) on the unix socket. */
+static void
+test_srv_browser_checks_pass(void **state)
+{
+	static const char *const tcp[] = {
+	    "Host: 127.0.0.1:PORT\r\n",
+	    "Host: localhost:PORT\r\n",
+	    "Host: LOCALHOST:PORT\r\nSec-Fetch-Site: none\r\n",
+	    "Host: 127.0.0.1:PORT\r\nOrigin: http://127.0.0.1:PORT\r\nSec-Fetch-Site: same-origin\r\n",
+	};
+	struct resp rs;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(tcp) / sizeof(tcp[0]); i++) {
+		struct client *cl = dial_tcp();
+		char hdrs[256];
+
+		with_port(tcp[i], hdrs, sizeof(hdrs));
+		once(cl, &rs, "GET /v1/info HTTP/1.1\r\n%sAuthorization: Bearer " OP_TOKEN "\r\n\r\n",
+		     hdrs);
+		if (rs.status != 200)
+			fail_msg("case %zu: %u:\n%s%s", i, rs.status, rs.head, rs.body);
+		resp_free(&rs);
+		client_close(cl);
+	}
+	{
+		struct client *cl = dial_unix();
+
+		once(cl, &rs, "GET /v1/info HTTP/1.1\r\nHost: evil.test:1\r\n\r\n");
+		assert_int_equal(rs.status, 200);
+		resp_free(&rs);
+		once(cl, &rs, "GET /v1/info HTTP/1.0\r\n\r\n");
+		assert_int_equal(rs.status, 200);
+		resp_free(&rs);
+		client_close(cl);
+	}
+}
 
 static void
 test_srv_401_no_token_tcp(void **state)
@@ -1390,6 +1527,8 @@ main(void)
 	    cmocka_unit_test(test_stop_with_open_connections),
 	};
 	const struct CMUnitTest server[] = {
+	    cmocka_unit_test(test_srv_403_browser),
+	    cmocka_unit_test(test_srv_browser_checks_pass),
 	    cmocka_unit_test(test_srv_401_no_token_tcp),
 	    cmocka_unit_test(test_srv_401_bad_token),
 	    cmocka_unit_test(test_srv_403_tenant_on_operator_route),

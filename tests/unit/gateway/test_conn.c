@@ -1,6 +1,8 @@
 /* test_conn.c: the connection core (gateway/doors/conn.c) under the SOCKS5
  * and SNI doors, and the one teardown, over loopback TCP with the fake
- * layers and dial of doors_harness.h. Bad inputs and errors first. */
+ * layers and dial of doors_harness.h. Bad inputs and errors first; SOCKS5
+ * clients that do not wait for replies (optimistic) and what a refusal
+ * does with what they sent ahead. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 
 #include "doors_harness.h"
 #include "fwd.h"
+#include "tlshello_build.h"
 #include "log.h"
 #include "reason.h"
 #include "sni.h"
@@ -52,38 +55,195 @@ setup(void **state)
 
 /* ---- SOCKS5: bad inputs, errors ---- */
 
-/* Bytes after the request before our reply are refused: in the same read
- * as the request (no layer), or found when the dial ends (K=1: the
- * request is whole at its last byte and the rest waits in the socket). */
+/* An optimistic client: greeting, request and first payload in one write
+ * (or, with K=1, read a byte at a time: the payload then waits in the
+ * socket, not in the door's buffer). Served; the payload is the origin's
+ * first bytes, after the dial, and counted once. */
 static void
-test_socks_early_bytes(void **state)
+test_socks_optimistic(void **state)
 {
-	static char req_x[sizeof(request) - 1 + 1];
+	static char all[64], all_up[64];
+	size_t n = 0, n_up = 0;
 
 	(void)state;
-	memcpy(req_x, request, sizeof(request) - 1);
-	req_x[sizeof(req_x) - 1] = 'X';
-	for (int split = 0; split < 2; split++) {
+	memcpy(all, greet, sizeof(greet) - 1);
+	n = sizeof(greet) - 1;
+	memcpy(all + n, request, sizeof(request) - 1);
+	n += sizeof(request) - 1;
+	memcpy(all + n, "ping", 4);
+	n += 4;
+	memcpy(all_up, greet_up, sizeof(greet_up) - 1);
+	n_up = sizeof(greet_up) - 1;
+	memcpy(all_up + n_up, auth, sizeof(auth) - 1);
+	n_up += sizeof(auth) - 1;
+	memcpy(all_up + n_up, request, sizeof(request) - 1);
+	n_up += sizeof(request) - 1;
+	memcpy(all_up + n_up, "ping", 4);
+	n_up += 4;
+	for (int i = 0; i < 4; i++) {
+		bool split = i & 1, userpass = i & 2;
+		size_t pre = userpass ? 4 : 2;
 		struct dh h;
-		char lines[8][512];
+		char lines[8][512], v[64];
 
+		print_message("%s%s\n", userpass ? "user/password" : "no auth",
+			      split ? ", a byte a read" : "");
 		dh_init(&h);
 		if (split)
 			dh_layers(&h, 1, 1, 0);
-		dh_client_send(&h, 0, S(greet));
-		dh_client_send(&h, 2, req_x, sizeof(req_x));
+		dh_client_send(&h, 0, userpass ? all_up : all, userpass ? n_up : n);
+		dh_client_shut(&h);
+		dh_origin_send(&h, 4, "pong", 4);
+		dh_origin_shut(&h);
 		dh_connect(&h, gw_socks_accept, -1);
 		dh_run(&h, dh_ended);
-		dh_run(&h, dh_client_eof);
-		assert_true(h.client.rxlen >= 4);
-		assert_memory_equal(h.client.rx, "\x05\x00\x05\x01", 4);   /* general failure */
-		assert_int_equal(h.dials, split ? 1 : 0);
+		assert_int_equal(h.dials, 1);
+		assert_string_equal(h.dialled, "a.test:443");
+		dh_expect_bytes("the origin's", h.origin.rx, h.origin.rxlen, "ping", 4);
+		assert_int_equal(h.client.rxlen, pre + REPLY_LEN + 4);
+		assert_memory_equal(h.client.rx, userpass ? "\x05\x02\x01\x00" : "\x05\x00", pre);
+		assert_memory_equal(h.client.rx + pre, "\x05\x00\x00\x01", 4);
+		assert_memory_equal(h.client.rx + pre + REPLY_LEN, "pong", 4);
 		dh_expect_lines(&h, lines, 1);
-		dh_expect_field(lines[0], "door", "socks");
-		dh_expect_field(lines[0], "reason", "bad-request");
-		dh_expect_field(lines[0], "status", "1");
+		dh_expect_field(lines[0], "client", userpass ? "bob" : "local");
+		dh_expect_field(lines[0], "status", "0");
+		dh_expect_field(lines[0], "mode", "tunnel");
+		/* the handshake and the payload, each byte once */
+		snprintf(v, sizeof(v), "%zu", userpass ? n_up : n);
+		dh_expect_field(lines[0], "bytes_in", v);
 		dh_expect_clean(&h);
 		dh_fini(&h);
+	}
+}
+
+/* A payload sent with a request that is then refused reaches no
+ * upstream: refused by the policy (no dial), by a failed dial, or by the
+ * hello gate once connected (the payload, a ClientHello, names another
+ * host than the request: the origin gets a connection and not one byte).
+ * Each case first proves the origin hears what is allowed. */
+static void
+test_socks_optimistic_refused(void **state)
+{
+	static const struct {
+		const char *name;
+		const char *req;
+		size_t reqlen;
+		bool hello;             /* the payload is a hello for evil.test */
+		enum gw_reason dial_fail;
+		unsigned dials;
+		const char *rep;        /* the reply's first 4 bytes */
+		const char *reason;
+	} cases[] = {
+		{ "denied by the policy", S(request_evil), false, GW_R_NONE, 0,
+		  "\x05\x02\x00\x01", "denied" },
+		{ "the dial fails", S(request), false, GW_R_CONNECT_FAILED, 1,
+		  "\x05\x05\x00\x01", "connect-failed" },
+		{ "a hello for another host", S(request), true, GW_R_NONE, 1,
+		  "\x05\x00\x00\x01", "tls-sni-mismatch" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < N(cases); i++) {
+		struct hb hello = { .n = 0 };
+		static char all[HB_BUF + 64];
+		size_t n;
+		struct dh h;
+		char lines[8][512];
+
+		print_message("%s\n", cases[i].name);
+		hello_for(&hello, cases[i].hello ? "evil.test" : "a.test");
+		memcpy(all, greet, sizeof(greet) - 1);
+		n = sizeof(greet) - 1;
+		memcpy(all + n, cases[i].req, cases[i].reqlen);
+		n += cases[i].reqlen;
+
+		/* The setup: the same with an allowed request and a hello for
+		 * its own name reaches the origin whole. */
+		dh_init(&h);
+		memcpy(all + sizeof(greet) - 1, request, sizeof(request) - 1);
+		memcpy(all + sizeof(greet) - 1 + sizeof(request) - 1, hello.b, hello.n);
+		if (!cases[i].hello) {
+			dh_client_send(&h, 0, all, sizeof(greet) - 1 + sizeof(request) - 1 + hello.n);
+			dh_client_shut(&h);
+			dh_connect(&h, gw_socks_accept, -1);
+			dh_run(&h, dh_ended);
+			dh_expect_bytes("the origin's", h.origin.rx, h.origin.rxlen,
+					(const char *)hello.b, hello.n);
+			dh_fini(&h);
+			dh_init(&h);
+		}
+
+		memcpy(all + sizeof(greet) - 1, cases[i].req, cases[i].reqlen);
+		memcpy(all + n, hello.b, hello.n);
+		h.dial_fail = cases[i].dial_fail;
+		h.dial_err = ECONNREFUSED;
+		dh_client_send(&h, 0, all, n + hello.n);
+		dh_connect(&h, gw_socks_accept, -1);
+		dh_run(&h, dh_ended);
+		assert_int_equal(h.dials, cases[i].dials);
+		assert_int_equal(h.origin.rxlen, 0);
+		assert_true(h.client.rxlen >= 2 + 4);
+		assert_memory_equal(h.client.rx, "\x05\x00", 2);
+		assert_memory_equal(h.client.rx + 2, cases[i].rep, 4);
+		dh_expect_lines(&h, lines, 1);
+		dh_expect_field(lines[0], "reason", cases[i].reason);
+		dh_expect_clean(&h);
+		dh_fini(&h);
+	}
+}
+
+/* The corners of RFC 1928 the door answers rather than drops: a greeting
+ * with no methods gets 05 ff; a command it does not serve gets 07
+ * whatever its address (an unknown ATYP, UDP ASSOCIATE's zeros), also
+ * with a payload behind it, and nothing is dialled. */
+static void
+test_socks_corners(void **state)
+{
+	static const struct {
+		const char *name;
+		const char *p;
+		size_t n;
+		const char *want;
+		size_t wantlen;
+		const char *reason;     /* NULL: no line (no request) */
+	} cases[] = {
+		{ "no methods", S("\x05\x00"), S("\x05\xff"), NULL },
+		{ "no methods, then a request", S("\x05\x00\x05\x01\x00\x03\x06" "a.test" "\x01\xbb"),
+		  S("\x05\xff"), NULL },
+		{ "BIND, ATYP 5", S("\x05\x01\x00" "\x05\x02\x00\x05\x7f\x00\x00\x01\x00\x50"),
+		  S("\x05\x00" "\x05\x07\x00\x01\x00\x00\x00\x00\x00\x00"), "unsupported" },
+		{ "UDP ASSOCIATE, 0.0.0.0:0", S("\x05\x01\x00" "\x05\x03\x00\x01\x00\x00\x00\x00\x00\x00"),
+		  S("\x05\x00" "\x05\x07\x00\x01\x00\x00\x00\x00\x00\x00"), "unsupported" },
+		{ "command 9 and a payload", S("\x05\x01\x00" "\x05\x09\x00\x01\x7f\x00\x00\x01\x00\x50" "GET /"),
+		  S("\x05\x00" "\x05\x07\x00\x01\x00\x00\x00\x00\x00\x00"), "unsupported" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < N(cases); i++) {
+		for (int split = 0; split < 2; split++) {
+			struct dh h;
+			char lines[8][512];
+
+			print_message("%s%s\n", cases[i].name, split ? ", a byte a read" : "");
+			dh_init(&h);
+			if (split)
+				dh_layers(&h, 1, 1, 0);
+			dh_client_send(&h, 0, cases[i].p, cases[i].n);
+			dh_connect(&h, gw_socks_accept, -1);
+			dh_run(&h, dh_ended);
+			dh_run(&h, dh_client_eof);
+			dh_expect_bytes("the client's", h.client.rx, h.client.rxlen, cases[i].want,
+					cases[i].wantlen);
+			assert_int_equal(h.dials, 0);
+			dh_expect_lines(&h, lines, cases[i].reason ? 1 : 0);
+			if (cases[i].reason) {
+				dh_expect_field(lines[0], "reason", cases[i].reason);
+				dh_expect_field(lines[0], "status", "7");
+				dh_expect_field(lines[0], "host", "-");
+			}
+			dh_expect_clean(&h);
+			dh_fini(&h);
+		}
 	}
 }
 
@@ -309,7 +469,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_socks_early_bytes),
+		cmocka_unit_test(test_socks_optimistic),
+		cmocka_unit_test(test_socks_optimistic_refused),
+		cmocka_unit_test(test_socks_corners),
 		cmocka_unit_test(test_socks_errors),
 		cmocka_unit_test(test_error_during_refusal),
 		cmocka_unit_test(test_close_twice),

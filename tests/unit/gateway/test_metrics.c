@@ -333,6 +333,12 @@ test_door_decisions(void **state)
 	assert_has_line(b.p, "# TYPE sluice_tunnels_active gauge");
 	assert_has_line(b.p, "# TYPE sluice_tunnels_total counter");
 	assert_has_line(b.p, "# TYPE sluice_tunnel_bytes_total counter");
+	assert_has_line(b.p, "# TYPE sluice_accept_exhausted_total counter");
+	assert_has_line(b.p, "sluice_accept_exhausted_total 0");
+	assert_has_line(b.p, "# TYPE sluice_api_browser_refusals_total counter");
+	assert_has_line(b.p, "sluice_api_browser_refusals_total{reason=\"cross-site\"} 0");
+	assert_has_line(b.p, "sluice_api_browser_refusals_total{reason=\"bad-origin\"} 0");
+	assert_has_line(b.p, "sluice_api_browser_refusals_total{reason=\"bad-host\"} 0");
 	assert_has_line(b.p, "# TYPE sluice_process_start_time_seconds gauge");
 	assert_non_null(strstr(b.p, "\nsluice_process_start_time_seconds "));
 	{

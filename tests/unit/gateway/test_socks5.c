@@ -227,9 +227,6 @@ BAD_GREETING(test_bad_greeting_version_255, "\xff\x01\x00",
 	     "wrong version 255", 0xff, 0)
 BAD_GREETING(test_bad_greeting_http, "CONNECT a:1 HTTP/1.1\r\n",
 	     "wrong version 67", 'C', 0)
-BAD_GREETING(test_bad_zero_methods, "\x05\x00", "zero methods", 0, 1)
-BAD_GREETING(test_bad_zero_methods_then_more, "\x05\x00\x00\x02",
-	     "zero methods", 0, 1)
 
 /* ---- bad auth -------------------------------------------------------- */
 
@@ -265,12 +262,35 @@ MALFORMED(test_bad_request_version_0, "\x00\x01\x00" V4, "wrong version 0",
 MALFORMED(test_bad_rsv, "\x05\x01\x01" V4, "reserved byte not zero", 1, 2)
 MALFORMED(test_bad_rsv_ff, "\x05\x01\xff" V4, "reserved byte not zero",
 	  0xff, 2)
-BAD_REQUEST(test_bad_cmd_0, "\x05\x00\x00" V4, "command not supported",
+#define UNKNOWN_CMD "unknown command: only CONNECT"
+#define NO_BIND "BIND is not supported: only CONNECT"
+#define NO_UDP "UDP ASSOCIATE is not supported: only CONNECT"
+BAD_REQUEST(test_bad_cmd_0, "\x05\x00\x00" V4, UNKNOWN_CMD,
 	    GW_R_UNSUPPORTED, 0x07, 0, 1)
-BAD_REQUEST(test_bad_cmd_4, "\x05\x04\x00" V4, "command not supported",
+BAD_REQUEST(test_bad_cmd_4, "\x05\x04\x00" V4, UNKNOWN_CMD,
 	    GW_R_UNSUPPORTED, 0x07, 4, 1)
-BAD_REQUEST(test_bad_cmd_ff, "\x05\xff\x00" V4, "command not supported",
+BAD_REQUEST(test_bad_cmd_ff, "\x05\xff\x00" V4, UNKNOWN_CMD,
 	    GW_R_UNSUPPORTED, 0x07, 0xff, 1)
+/* A command the door does not serve gets 0x07 at its CMD byte, whatever
+ * its address: a good one, an unknown ATYP (0x08 for a CONNECT), a bad
+ * reserved byte or port (0x01 for a CONNECT), UDP ASSOCIATE's all-zero
+ * address and port (RFC 1928 7), or nothing yet. */
+BAD_REQUEST(test_bad_bind, "\x05\x02\x00" V4, NO_BIND, GW_R_UNSUPPORTED, 0x07, 2, 1)
+BAD_REQUEST(test_bad_bind_atyp_5, "\x05\x02\x00\x05\x7f\x00\x00\x01\x00\x50", NO_BIND,
+	    GW_R_UNSUPPORTED, 0x07, 2, 1)
+BAD_REQUEST(test_bad_bind_rsv, "\x05\x02\x01" V4, NO_BIND, GW_R_UNSUPPORTED, 0x07, 2, 1)
+BAD_REQUEST(test_bad_bind_domain_len_0, "\x05\x02\x00\x03\x00\x00\x50", NO_BIND,
+	    GW_R_UNSUPPORTED, 0x07, 2, 1)
+BAD_REQUEST(test_bad_bind_alone, "\x05\x02", NO_BIND, GW_R_UNSUPPORTED, 0x07, 2, 1)
+BAD_REQUEST(test_bad_udp, "\x05\x03\x00" V4, NO_UDP, GW_R_UNSUPPORTED, 0x07, 3, 1)
+BAD_REQUEST(test_bad_udp_zero_address, "\x05\x03\x00\x01\x00\x00\x00\x00\x00\x00", NO_UDP,
+	    GW_R_UNSUPPORTED, 0x07, 3, 1)
+BAD_REQUEST(test_bad_udp_atyp_2, "\x05\x03\x00\x02\x7f\x00\x00\x01\x00\x50", NO_UDP,
+	    GW_R_UNSUPPORTED, 0x07, 3, 1)
+BAD_REQUEST(test_bad_cmd_9_atyp_5, "\x05\x09\x00\x05", UNKNOWN_CMD, GW_R_UNSUPPORTED, 0x07, 9,
+	    1)
+BAD_REQUEST(test_bad_cmd_9_port_0, "\x05\x09\x00\x01\x7f\x00\x00\x01\x00\x00", UNKNOWN_CMD,
+	    GW_R_UNSUPPORTED, 0x07, 9, 1)
 BAD_REQUEST(test_bad_atyp_0, "\x05\x01\x00\x00\x7f\x00\x00\x01\x00\x50",
 	    "address type not supported", GW_R_UNSUPPORTED, 0x08, 0, 3)
 BAD_REQUEST(test_bad_atyp_2, "\x05\x01\x00\x02\x7f\x00\x00\x01\x00\x50",
@@ -291,8 +311,6 @@ MALFORMED(test_bad_port_0_v6,
 	  "port 0", 0, 21)
 MALFORMED(test_bad_port_0_domain, "\x05\x01\x00\x03\x01" "a" "\x00\x00",
 	  "port 0", 0, 7)
-MALFORMED(test_bad_port_0_udp, "\x05\x03\x00\x01\x00\x00\x00\x00\x00\x00",
-	  "port 0", 0, 9)
 
 /* Every other version byte is named in decimal, in all three messages. */
 static void test_bad_every_version(void **state)
@@ -412,6 +430,27 @@ static void good_greeting(const uint8_t *methods, size_t n,
 	assert_int_equal(o->phase, GW_SOCKS5_PH_METHOD);
 	assert_int_equal(o->greeting.nmethods, n);
 	assert_memory_equal(o->greeting.methods, methods, n);
+}
+
+/* No methods: a whole greeting (its two bytes, not one more), that
+ * offers nothing: whatever the door accepts, the answer is 0xff. */
+static void test_good_greeting_zero_methods(void **state)
+{
+	static const uint8_t none[1];
+	struct outcome o;
+
+	(void)state;
+	good_greeting(none, 0, &o);
+	assert_false(gw_socks5_offers(&o.greeting, 0x00));
+	assert_false(gw_socks5_offers(&o.greeting, 0x02));
+	for (unsigned caps = 0; caps < 4; caps++)
+		assert_int_equal(gw_socks5_choose_method(&o.greeting, caps & 1, caps & 2), 0xff);
+	{
+		uint8_t reply[2];
+
+		gw_socks5_method_reply(reply, gw_socks5_choose_method(&o.greeting, true, true));
+		assert_memory_equal(reply, "\x05\xff", 2);
+	}
 }
 
 static void test_good_greeting_each_method(void **state)
@@ -607,12 +646,10 @@ static void test_good_request_ipv4(void **state)
 	assert_int_equal(ntohs(sin.sin_port), 443);
 	assert_int_equal(ntohl(sin.sin_addr.s_addr), 0xc0000201);
 
-	/* the other commands parse the same way; port bytes 0x01 0x00 */
-	good_request(M("\x05\x02\x00\x01\x00\x00\x00\x00\x01\x00"), &o);
-	assert_int_equal(o.req.cmd, GW_SOCKS5_CMD_BIND);
+	/* port bytes 0x01 0x00, 0xff 0xff, 0x00 0x01 */
+	good_request(M("\x05\x01\x00\x01\x00\x00\x00\x00\x01\x00"), &o);
 	assert_int_equal(o.req.port, 256);
-	good_request(M("\x05\x03\x00\x01\xff\xff\xff\xff\xff\xff"), &o);
-	assert_int_equal(o.req.cmd, GW_SOCKS5_CMD_UDP_ASSOCIATE);
+	good_request(M("\x05\x01\x00\x01\xff\xff\xff\xff\xff\xff"), &o);
 	assert_int_equal(o.req.port, 65535);
 	good_request(M("\x05\x01\x00\x01\x00\x00\x00\x00\x00\x01"), &o);
 	assert_int_equal(o.req.port, 1);
@@ -873,8 +910,6 @@ int main(void)
 		cmocka_unit_test(test_bad_greeting_version_6),
 		cmocka_unit_test(test_bad_greeting_version_255),
 		cmocka_unit_test(test_bad_greeting_http),
-		cmocka_unit_test(test_bad_zero_methods),
-		cmocka_unit_test(test_bad_zero_methods_then_more),
 		cmocka_unit_test(test_bad_auth_version_5),
 		cmocka_unit_test(test_bad_auth_version_0),
 		cmocka_unit_test(test_bad_auth_version_2),
@@ -893,6 +928,16 @@ int main(void)
 		cmocka_unit_test(test_bad_cmd_0),
 		cmocka_unit_test(test_bad_cmd_4),
 		cmocka_unit_test(test_bad_cmd_ff),
+		cmocka_unit_test(test_bad_bind),
+		cmocka_unit_test(test_bad_bind_atyp_5),
+		cmocka_unit_test(test_bad_bind_rsv),
+		cmocka_unit_test(test_bad_bind_domain_len_0),
+		cmocka_unit_test(test_bad_bind_alone),
+		cmocka_unit_test(test_bad_udp),
+		cmocka_unit_test(test_bad_udp_zero_address),
+		cmocka_unit_test(test_bad_udp_atyp_2),
+		cmocka_unit_test(test_bad_cmd_9_atyp_5),
+		cmocka_unit_test(test_bad_cmd_9_port_0),
 		cmocka_unit_test(test_bad_atyp_0),
 		cmocka_unit_test(test_bad_atyp_2),
 		cmocka_unit_test(test_bad_atyp_5),
@@ -902,9 +947,9 @@ int main(void)
 		cmocka_unit_test(test_bad_port_0_v4),
 		cmocka_unit_test(test_bad_port_0_v6),
 		cmocka_unit_test(test_bad_port_0_domain),
-		cmocka_unit_test(test_bad_port_0_udp),
 		cmocka_unit_test(test_bad_every_version),
 		cmocka_unit_test(test_bad_out_of_order),
+		cmocka_unit_test(test_good_greeting_zero_methods),
 		cmocka_unit_test(test_good_greeting_each_method),
 		cmocka_unit_test(test_good_greeting_255_methods),
 		cmocka_unit_test(test_good_greeting_method_lists),
