@@ -903,7 +903,11 @@ gw_h1x_event(struct gw_conn *c, bool upstream, uint32_t events)
 
 	if (!upstream) {
 		x->skip_client_read = false;
-		if (events & EPOLLERR) {
+		/* During the guest's TLS handshake its alert (a refused leaf)
+		 * may be queued ahead of the reset that raised the error: the
+		 * handshake reads it first and ends the connection with the
+		 * reason it gives (client-rejected-cert, not client-closed). */
+		if ((events & EPOLLERR) && c->state != H1X_TLS_DOWN) {
 			gw_conn_close(c, GW_R_CLIENT_CLOSED);
 			return false;
 		}

@@ -715,34 +715,34 @@ check "... all 32 counted in u's refused counter (from $R0)" \
 check "... and logged once so far ($(since | grep 'fleet: sandbox u tried' | sed 's/.*fleet: /fleet: /'))" \
 	test "$(since | grep -c 'fleet: sandbox u tried')" = 1
 
-# UDP: to port 53 of its gateway (where a guest would look for DNS). A
-# listener there hears the fleet itself, before and after u's datagrams,
-# and never u.
+# UDP: to a port of its gateway no door serves (53 is the DNS door's,
+# which backend.sh checks). A listener there hears the fleet itself,
+# before and after u's datagrams, and never u.
 cat >"$E2E_TMP/udp.py" <<'PY'
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("0.0.0.0", 53))
+s.bind(("0.0.0.0", 5354))
 print("ready", flush=True)
 while True:
     d, a = s.recvfrom(2048)
     print("%s from %s" % (d.decode(errors="replace"), a[0]), flush=True)
 PY
-# udp.send ADDR WHAT COUNT: sends WHAT to ADDR:53 COUNT times; prints the
-# bytes sent.
+# udp.send ADDR WHAT COUNT: sends WHAT to ADDR:5354 COUNT times; prints
+# the bytes sent.
 cat >"$E2E_TMP/udp.send" <<'PY'
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-print(sum(s.sendto(sys.argv[2].encode(), (sys.argv[1], 53)) for _ in range(int(sys.argv[3]))))
+print(sum(s.sendto(sys.argv[2].encode(), (sys.argv[1], 5354)) for _ in range(int(sys.argv[3]))))
 PY
 ip netns exec "$FLEET" "$PY" "$E2E_TMP/udp.py" >"$E2E_TMP/udp.out" 2>&1 &
 UDPL=$!
 track $UDPL
-check "(a UDP listener on port 53 in the fleet)" wait_for "$E2E_TMP/udp.out" '^ready$' 10
+check "(a UDP listener on port 5354 in the fleet)" wait_for "$E2E_TMP/udp.out" '^ready$' 10
 F "$PY" "$E2E_TMP/udp.send" 10.88.1.1 fleet-before 1 >/dev/null
 check "(it hears the fleet itself)" wait_for "$E2E_TMP/udp.out" '^fleet-before from ' 10
 T0=$(pkts u tx)
 out=$(U "$PY" "$E2E_TMP/udp.send" 10.88.1.1 from-guest 5 2>&1 || true)
-check "u sends 5 UDP datagrams to 10.88.1.1:53 ($out bytes)" test "$out" = 50
+check "u sends 5 UDP datagrams to 10.88.1.1:5354 ($out bytes)" test "$out" = 50
 check "... they reach the fleet (u's tx packets from $T0)" until_ok 10 pkts_at_least u tx $((T0 + 5))
 F "$PY" "$E2E_TMP/udp.send" 10.88.1.1 fleet-after 1 >/dev/null
 check "(the listener hears the fleet after them)" wait_for "$E2E_TMP/udp.out" '^fleet-after from ' 10
