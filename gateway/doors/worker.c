@@ -46,7 +46,12 @@ static const char *const door_listener_names[] = {
 	[GW_DOOR_FORWARD] = "forward door",
 	[GW_DOOR_SOCKS] = "socks door",
 	[GW_DOOR_SNI] = "sni door",
+	[GW_DOOR_DNS] = "dns door",
+	[GW_DOOR_DNS_UDP] = "dns door",
+	[GW_DOOR_NAMES] = "name door",
 };
+_Static_assert(sizeof(door_listener_names) / sizeof(door_listener_names[0]) == GW_DOOR_NAMES + 1,
+	       "a name for every kind of listener");
 
 /* A listening socket on sa, made in the fleet namespace when there is a
  * fleet (a lane door) or here (a host door). */
