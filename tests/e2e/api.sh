@@ -30,7 +30,7 @@ unset SLUICE_API SLUICE_TOKEN
 gw=''
 netns_new gw apid
 FLEET="sl-apif-$$"
-E2E_NETNS+=("$FLEET")   # fleet_teardown removes it on a clean exit; the trap otherwise
+netns_owned "$FLEET"   # fleet_teardown removes it on a clean exit; the trap otherwise
 PORT=8080
 SOCK=$E2E_TMP/api.sock
 LOG=$E2E_TMP/sluiced.log

@@ -42,7 +42,7 @@ unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy no_proxy
 gw=''
 netns_new gw clm
 FLEET="sl-clmf-$$"
-E2E_NETNS+=("$FLEET")
+netns_owned "$FLEET"
 PORT=8080
 SOCK=$E2E_TMP/api.sock
 LOG=$E2E_TMP/sluiced.log

@@ -242,7 +242,7 @@ settled() {
 # 1. The crash test
 # ============================================================================
 FLEET="sl-durf-$$"
-E2E_NETNS+=("$FLEET")   # lives in the holder's /run; removed with it (and here, if ever bound)
+netns_owned "$FLEET"   # lives in the holder's /run; removed with it (and here, if ever bound)
 SOCK=$E2E_TMP/api.sock
 DATA=$E2E_TMP/data
 LOG=$E2E_TMP/log1
@@ -732,7 +732,7 @@ SBX3=$E2E_TMP/sbx3
 LOG3=$E2E_TMP/log3
 SOCK3=$E2E_TMP/api3.sock
 FLEET3="sl-durs-$$"
-E2E_NETNS+=("$FLEET3")
+netns_owned "$FLEET3"
 mkdir -p "$D3" "$TPL3" "$SBX3"
 : >"$LOG3"
 LOGS+=("$LOG3")

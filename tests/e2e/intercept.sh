@@ -24,7 +24,7 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy no_proxy NO_PROXY
 FLEET="sl-fleet-$$"
-E2E_NETNS+=("$FLEET")
+netns_owned "$FLEET"
 
 netns_new gw gw
 netns_new inet inet

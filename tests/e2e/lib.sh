@@ -93,6 +93,14 @@ e2e_guard() {
 # after the command name, which may hold spaces).
 pstart() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
 
+# netns_owned NAME: a namespace someone else makes (the daemon's fleet
+# namespace) is this test's to remove, on every exit path: the trap's and,
+# after a SIGKILL, the guard's.
+netns_owned() {
+	E2E_NETNS+=("$1")
+	echo "$1" >>"$E2E_TMP/.guard/netns"
+}
+
 # netns_new VAR NAME: makes a fresh namespace with loopback up, removed on
 # exit, and stores its name in VAR. (Not $(netns_new): a subshell could not
 # record it for the cleanup.)
@@ -100,8 +108,7 @@ netns_new() {
 	local -n _ns_out=$1
 	local _ns_name="sl-$2-$$"
 	ip netns add "$_ns_name"
-	E2E_NETNS+=("$_ns_name")
-	echo "$_ns_name" >>"$E2E_TMP/.guard/netns"
+	netns_owned "$_ns_name"
 	ip -n "$_ns_name" link set lo up
 	_ns_out=$_ns_name
 }

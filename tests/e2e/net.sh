@@ -24,7 +24,7 @@ PY=/usr/bin/python3
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy no_proxy NO_PROXY
 export CI_PW="ci-$RANDOM-secret" AUDIT_PW="audit-$RANDOM-secret"
 FLEET="sl-fleet-$$"
-E2E_NETNS+=("$FLEET")   # in case the daemon makes its fleet namespace
+netns_owned "$FLEET"   # in case the daemon makes its fleet namespace
 
 netns_new gw gw
 netns_new inet inet

@@ -28,7 +28,7 @@ unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy no_proxy
 gw=''
 netns_new gw rst
 FLEET="sl-rstf-$$"
-E2E_NETNS+=("$FLEET")   # the daemons keep it at a stop; removed here on exit
+netns_owned "$FLEET"   # the daemons keep it at a stop; removed here on exit
 SOCK=$E2E_TMP/api.sock
 LOG=$E2E_TMP/sluiced.log
 LOG2=$E2E_TMP/second.log
