@@ -129,7 +129,7 @@ cmd_test() {
 	# ./build.sh fuzz is for long runs.
 	say "fuzz targets"
 	fuzz_build
-	fuzz_all "${FUZZ_CI_SECONDS:-20}"
+	fuzz_all "${FUZZ_CI_SECONDS:-10}"
 	# Each e2e pass starts by emptying build/e2e-keep (e2e_keep_reset) and
 	# ends with the canary scan of what its tests kept (e2e_zz_canary,
 	# tests/e2e/README.md).
@@ -146,7 +146,7 @@ cmd_test() {
 	ln -s ../vm build/e2e-asan/vm
 	SL_E2E_SLUICED=$PWD/build/e2e-asan/gateway/sluiced \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		run_ctest e2e-asan build -L e2e -E '^e2e_agent$'
+		run_ctest e2e-asan build -L e2e -LE nodaemon
 }
 
 cmd_run() {
@@ -262,7 +262,7 @@ usage: ./build.sh COMMAND
   build  build into build/ (CMake, -Wall -Wextra -Werror) and the vm guest
          images into build/vm/ (sandbox/vm/mkimage.sh, as root)
   test   deps, build, unit tests, unit tests under ASan+UBSan, every fuzz
-         target for FUZZ_CI_SECONDS (default 20) each after its corpus,
+         target for FUZZ_CI_SECONDS (default 10) each after its corpus,
          end-to-end tests
   run    deps, build, run sluiced in the foreground on conf/sluice.yaml
   bench  deps (with the peers: wrk, tinyproxy, squid, mitmproxy, ...), build,
