@@ -180,6 +180,7 @@ struct gw_h1x {
 	 * head again each time, so parsed stays at its start). */
 	bool resp_short;
 	bool head_timed;        /* the head deadline is armed */
+	uint64_t head_t0;       /* when it was (gw_loop_now) */
 	unsigned interim;       /* 1xx heads of the response under way */
 	struct gw_h1x_clock clock;
 	struct gw_inject inj;

@@ -569,6 +569,16 @@ h1x_start_tunnel(struct gw_conn *c, bool upgrade)
 
 /* ---- the engine ---- */
 
+/* How long a request head may take from its first byte: the head
+ * timeout, or the idle timeout when that is shorter. */
+static uint64_t
+h1x_head_timeout_ms(const struct gw_conn *c)
+{
+	uint64_t ms = gw_conn_gateway(c)->idle_timeout_ms;
+
+	return ms < H1X_HEAD_TIMEOUT_MS ? ms : H1X_HEAD_TIMEOUT_MS;
+}
+
 static void
 h1x_touch(struct gw_conn *c)
 {
@@ -584,7 +594,8 @@ h1x_touch(struct gw_conn *c)
 		if (x->head_timed)
 			return;
 		x->head_timed = true;
-		ms = ms < H1X_HEAD_TIMEOUT_MS ? ms : H1X_HEAD_TIMEOUT_MS;
+		x->head_t0 = gw_loop_now(c->w->loop);
+		ms = h1x_head_timeout_ms(c);
 	} else if (c->state == H1X_LINGER)
 		ms = H1X_LINGER_MS;
 	gw_timer_arm(c->w->loop, &c->timer, ms);
@@ -946,6 +957,18 @@ gw_h1x_timeout(struct gw_conn *c)
 		gw_h1x_deadline_fired(h1x(c));
 		if (!c->closed && c->state != H1X_EXCHANGE)
 			gw_h1x_run(c);
+		return;
+	}
+	/* A head that began and never ended (a byte now and then) is told
+	 * why; a connection that sent nothing of one just ends. */
+	if (c->state == H1X_HEAD && h1x(c)->up.len > 0) {
+		gw_conn_req_begin(c, "-");
+		c->req.t_start = h1x(c)->head_t0;
+		c->req.bytes_in = h1x(c)->up.len;
+		gw_h1x_refuse(h1x(c), 408, GW_R_HEAD_TIMEOUT,
+			      "the request head did not arrive whole within %u s",
+			      (unsigned)(h1x_head_timeout_ms(c) / 1000));
+		gw_h1x_run(c);
 		return;
 	}
 	gw_conn_close(c, c->state == H1X_LINGER || c->state == H1X_REFUSE ? GW_R_NONE

@@ -61,6 +61,7 @@
 	X(UPSTREAM_TOO_MANY_1XX, "upstream-too-many-1xx") /* 502: 1xx after 1xx */\
 	X(BODY_TOO_SLOW, "body-too-slow")       /* 408: below the minimum rate */\
 	X(BODY_TIMEOUT, "body-timeout")         /* 408: past the body's deadline */\
+	X(HEAD_TIMEOUT, "head-timeout")         /* 408: a head begun, never ended */\
 	X(INTERNAL, "internal-error")
 
 enum gw_reason {

@@ -513,11 +513,14 @@ check "access log: the request itself ended well" \
 # A byte every 0.2 s would keep an idle timer from ever firing: only the
 # head deadline, counted from the head's first byte, ends this.
 OUT=$(G "$PY" "$HERE/forward/client.py" drip 127.0.0.1 3128 "http://origin.test/?m=drip") || true
-check "a head that trickles in and never ends is cut with no answer ($OUT)" \
-	grep -Eq '^sport=[0-9]+ recv=- end=(eof|rst)$' <<<"$OUT"
-check "debug log: the door closed it while still reading its head" \
-	logged "forward 127\.0\.0\.1:$(sport "$OUT"): head -> closed$"
-check "no access line for a head that never ended" no_access_from "$(sport "$OUT")"
+DRIP=$(sed -nE 's/^sport=[0-9]+ recv=([0-9a-f]+) end=(eof|rst)$/\1/p' <<<"$OUT" | xxd -r -p | tr -d '\r')
+check "a head that trickles in and never ends is answered 408 and closed ($OUT)" \
+	grep -q '^HTTP/1.1 408 Request Timeout$' <<<"$DRIP"
+check "the answer says why: Sluice-Reason: head-timeout" grep -qx 'Sluice-Reason: head-timeout' <<<"$DRIP"
+check "debug log: the door answered it while still reading its head" \
+	logged "forward 127\.0\.0\.1:$(sport "$OUT"): head -> refuse$"
+check "access log: the unfinished head has its line (method -, 408, head-timeout)" \
+	logged "${A}client=- src=127\.0\.0\.1:$(sport "$OUT") policy=- method=- host=- port=0 decision=allow reason=head-timeout upstream=- status=408 bytes_in=[1-9][0-9]* bytes_out=[1-9][0-9]* duration_ms=[0-9]{3,} "
 MARKERS+=(drip)
 
 # --- nothing refused reached the origin --------------------------------------
