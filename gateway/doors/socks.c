@@ -406,6 +406,8 @@ socks_handshake(struct socks_conn *s)
 			return true;
 		if (r == GW_SOCKS5_ERROR) {
 			socks_req_begin(c);
+			snprintf(c->req.method, sizeof(c->req.method), "%s",
+				 gw_socks5_cmd_name(s->parser.req.cmd));
 			snprintf(c->req.host, sizeof(c->req.host), "-");
 			socks_refuse(s, s->parser.err.has_rep ? s->parser.err.rep
 							       : GW_SOCKS5_REP_GENERAL_FAILURE,

@@ -113,7 +113,8 @@ struct gw_socks5_auth {
 };
 
 struct gw_socks5_request {
-	uint8_t cmd;            /* GW_SOCKS5_CMD_CONNECT: nothing else parses */
+	uint8_t cmd;            /* GW_SOCKS5_CMD_CONNECT: nothing else parses;
+	                         * after an ERROR, the byte read (0: none) */
 	uint8_t atyp;           /* enum gw_socks5_atyp: 1, 3 or 4 */
 	uint8_t addr[16];       /* IPV4: addr[0..4), IPV6: addr[0..16) */
 	char host[GW_SOCKS5_MAX_FIELD + 1]; /* DOMAIN: 1..255 bytes, no NUL,

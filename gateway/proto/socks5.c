@@ -267,6 +267,7 @@ static enum gw_socks5_result step_request(struct gw_socks5_parser *p,
 		 * ASSOCIATE's all-zero address: the client asked for
 		 * something we do not do, and 0x07 is what tells it so. */
 		c = gw_rd_peek(r);
+		q->cmd = (uint8_t)c; /* the access line names it, refused too */
 		if (c != GW_SOCKS5_CMD_CONNECT)
 			return fail(p, GW_R_UNSUPPORTED,
 				    c == GW_SOCKS5_CMD_BIND ? "BIND is not supported: only CONNECT"
@@ -275,7 +276,6 @@ static enum gw_socks5_result step_request(struct gw_socks5_parser *p,
 					: "unknown command: only CONNECT",
 				    true, GW_SOCKS5_REP_CMD_UNSUPPORTED, (uint8_t)c);
 		(void)gw_rd_getc(r);
-		q->cmd = (uint8_t)c;
 		p->step = GW_SOCKS5_ST_RSV;
 		return GW_SOCKS5_AGAIN;
 	case GW_SOCKS5_ST_RSV:
@@ -595,4 +595,19 @@ int gw_socks5_request_sockaddr(const struct gw_socks5_request *req,
 		return 0;
 	}
 	return -EINVAL;
+}
+
+const char *
+gw_socks5_cmd_name(uint8_t cmd)
+{
+	switch (cmd) {
+	case GW_SOCKS5_CMD_CONNECT:
+		return "CONNECT";
+	case GW_SOCKS5_CMD_BIND:
+		return "BIND";
+	case GW_SOCKS5_CMD_UDP_ASSOCIATE:
+		return "UDP-ASSOCIATE";
+	default:
+		return "-";
+	}
 }

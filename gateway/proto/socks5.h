@@ -126,6 +126,10 @@ uint8_t gw_socks5_rep_for_errno(int err);
 /* "succeeded", "not-allowed-by-ruleset", ...; "?" for an unknown code. */
 const char *gw_socks5_rep_name(uint8_t rep);
 
+/* A request's command for the access line: "CONNECT", "BIND",
+ * "UDP-ASSOCIATE", or "-" (not read yet, or unknown). */
+const char *gw_socks5_cmd_name(uint8_t cmd);
+
 /* ---- replies -------------------------------------------------------- */
 
 /* VER=5 METHOD: the answer to the greeting. */

@@ -327,6 +327,9 @@ check "access log: dns-timeout, status=6" logged "${A}client=local .*host=slow\.
 refused "BIND (cmd 2)" origin.test:80 7 --cmd 2
 refused "UDP ASSOCIATE (cmd 3)" origin.test:80 7 --cmd 3
 check "access log: unsupported, status=7" logged "${A}client=local .*decision=deny reason=unsupported upstream=- status=7 "
+check "access log: the BIND's line says method=BIND" logged "${A}client=local .*method=BIND host=- port=0 decision=deny reason=unsupported "
+check "access log: the UDP ASSOCIATE's line says method=UDP-ASSOCIATE" \
+	logged "${A}client=local .*method=UDP-ASSOCIATE host=- port=0 decision=deny reason=unsupported "
 refused "an unknown command (cmd 9)" origin.test:80 7 --cmd 9
 refused "ATYP 2" origin.test:80 8 --atyp 2
 refused "ATYP 5" origin.test:80 8 --atyp 5

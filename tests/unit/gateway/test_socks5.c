@@ -353,6 +353,37 @@ static void test_bad_every_version(void **state)
 
 /* ---- misuse ---------------------------------------------------------- */
 
+/* A refused request still says which command it was (the access line's
+ * method); one refused before its command byte says none. */
+static void test_bad_request_names_its_command(void **state)
+{
+	static const struct {
+		const char *msg;
+		size_t len;
+		const char *name;
+	} cases[] = {
+		{ "\x05\x02\x00" V4, 10, "BIND" },
+		{ "\x05\x03\x00" V4, 10, "UDP-ASSOCIATE" },
+		{ "\x05\x09\x00" V4, 10, "-" },
+		{ "\x05\x01\x07" V4, 10, "CONNECT" },
+		{ "\x04\x01\x00" V4, 10, "-" },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct gw_socks5_parser p;
+		const struct gw_socks5_request *q;
+		size_t used;
+
+		setup(&p, REQUEST);
+		assert_int_equal(gw_socks5_parse_request(&p, (const uint8_t *)cases[i].msg,
+							 cases[i].len, &used, &q),
+				 GW_SOCKS5_ERROR);
+		assert_string_equal(gw_socks5_cmd_name(p.req.cmd), cases[i].name);
+	}
+	assert_string_equal(gw_socks5_cmd_name(0), "-");
+	assert_string_equal(gw_socks5_cmd_name(1), "CONNECT");
+}
+
 static void test_bad_out_of_order(void **state)
 {
 	struct gw_socks5_parser p;
@@ -949,6 +980,7 @@ int main(void)
 		cmocka_unit_test(test_bad_port_0_domain),
 		cmocka_unit_test(test_bad_every_version),
 		cmocka_unit_test(test_bad_out_of_order),
+		cmocka_unit_test(test_bad_request_names_its_command),
 		cmocka_unit_test(test_good_greeting_zero_methods),
 		cmocka_unit_test(test_good_greeting_each_method),
 		cmocka_unit_test(test_good_greeting_255_methods),
