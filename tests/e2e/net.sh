@@ -22,7 +22,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy no_proxy NO_PROXY
-export CI_PW="ci-$RANDOM-secret" AUDIT_PW="audit-$RANDOM-secret"
+CI_PW=$(printf 'ci-%05d%05d-secret' "$RANDOM" "$RANDOM")
+AUDIT_PW=$(printf 'audit-%05d%05d-secret' "$RANDOM" "$RANDOM")
+export CI_PW AUDIT_PW
 FLEET="sl-fleet-$$"
 netns_owned "$FLEET"   # in case the daemon makes its fleet namespace
 

@@ -21,6 +21,7 @@
 # every waiting connection (SOCKS, API, control) served once they free.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net.sh"
+canary SOCKS_CI_PASSWORD="$CI_PW" SOCKS_AUDIT_PASSWORD="$AUDIT_PW"
 
 SC=$HERE/socks/client.py
 
