@@ -35,10 +35,16 @@ PORT=8080
 SOCK=$E2E_TMP/api.sock
 LOG=$E2E_TMP/sluiced.log
 : >"$LOG"
-export SL_E2E_OPTOK="op-$RANDOM$RANDOM-$$"
-ACME="acme-$RANDOM$RANDOM"
-OTHER="other-$RANDOM$RANDOM"
-BULK="bulk-$RANDOM$RANDOM"
+# The operator token and tenant keys reach the daemon through ${env:}
+# references (the config file is kept for the canary scan) and are
+# declared canaries: no log line, answer or kept file may hold one.
+SL_E2E_OPTOK=$(printf 'op-%05d%05d-%d' "$RANDOM" "$RANDOM" "$$")
+ACME=$(printf 'acme-%05d%05d-key' "$RANDOM" "$RANDOM")
+OTHER=$(printf 'other-%05d%05d-key' "$RANDOM" "$RANDOM")
+BULK=$(printf 'bulk-%05d%05d-key' "$RANDOM" "$RANDOM")
+export SL_E2E_OPTOK SL_E2E_ACME=$ACME SL_E2E_OTHER=$OTHER SL_E2E_BULK=$BULK
+canary API_OPERATOR_TOKEN="$SL_E2E_OPTOK" API_ACME_KEY="$ACME" API_OTHER_KEY="$OTHER" \
+	API_BULK_KEY="$BULK"
 
 # Run in the daemon's namespace (never to start a server with &).
 T() { nsenter --net="/run/netns/$gw" "$@"; }
@@ -62,9 +68,9 @@ lanes:
     subnet: 10.88.1.0/24
     doors: { forward: 3128, socks: 1080 }
 tenants:
-  - { name: acme, keys: [$ACME], max_claims: 3, egress: ["origin.test", "example.com"] }
-  - { name: other, keys: [$OTHER] }
-  - { name: bulk, keys: [$BULK] }
+  - { name: acme, keys: ["\${env:SL_E2E_ACME}"], max_claims: 3, egress: ["origin.test", "example.com"] }
+  - { name: other, keys: ["\${env:SL_E2E_OTHER}"] }
+  - { name: bulk, keys: ["\${env:SL_E2E_BULK}"] }
 policies:
   - { name: wide, allow: ["origin.test", "*.origin.test", "example.com"] }
   - { name: narrow, allow: ["example.com"] }
