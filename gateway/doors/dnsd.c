@@ -69,20 +69,11 @@ struct gw_worker_dns {
 	unsigned ntcp;
 };
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Decides one query from peer on lane and writes the answer into out.
- * Returns its length, 0 for no answer. */
+/* Decides one query from peer on lane at now (the loop's clock) and
+ * writes the answer into out. Returns its length, 0 for no answer. */
 static size_t
 answer(int lane, const struct sockaddr_in *peer, const uint8_t *m, size_t n, bool udp,
-       uint8_t *out, size_t outsz)
+       uint64_t now, uint8_t *out, size_t outsz)
 {
 	struct gw_dns_query q;
 	struct gw_who who;
@@ -117,7 +108,7 @@ answer(int lane, const struct sockaddr_in *peer, const uint8_t *m, size_t n, boo
 		rc = GW_DNS_NXDOMAIN;
 		why = q.name_ok ? d.reason : GW_R_BAD_HOST;
 	} else if (q.qtype == GW_DNS_T_A) {
-		int frc = gw_lane_fakeip_get(lane, (const struct sockaddr *)peer, q.name, now_ms(), &a);
+		int frc = gw_lane_fakeip_get(lane, (const struct sockaddr *)peer, q.name, now, &a);
 
 		if (frc == 0) {
 			give = true;
@@ -175,7 +166,7 @@ gw_dnsd_udp_ready(struct gw_loop *l, int fd, int lane)
 			break;
 		if ((size_t)n > DNSD_MSG_MAX || peer.sin_family != AF_INET)
 			continue;       /* (cut short: no query of a stub) */
-		len = answer(lane, &peer, m, (size_t)n, true, out, sizeof(out));
+		len = answer(lane, &peer, m, (size_t)n, true, gw_loop_now(l), out, sizeof(out));
 		if (len)
 			(void)sendto(fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL,
 				     (struct sockaddr *)&peer, plen);
@@ -218,7 +209,8 @@ tcp_serve(struct dnsd_tcp *t)
 			return false;
 		if (t->have < 2 + mlen)
 			return true;
-		len = answer(t->lane, &t->peer, t->in + 2, mlen, false, out + 2, sizeof(out) - 2);
+		len = answer(t->lane, &t->peer, t->in + 2, mlen, false, gw_loop_now(t->owner->loop), out + 2,
+			     sizeof(out) - 2);
 		if (len) {
 			out[0] = (uint8_t)(len >> 8);
 			out[1] = (uint8_t)len;

@@ -37,6 +37,7 @@
 #include "fwd.h"
 #include "lanes.h"
 #include "log.h"
+#include "loop.h"
 #include "named.h"
 #include "policy.h"
 #include "reason.h"
@@ -69,15 +70,6 @@ static const char *const named_state_names[] = {
 struct named_conn {
 	struct gw_conn base;
 };
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void named_refuse(struct gw_conn *c, unsigned status, enum gw_reason why, const char *fmt,
 			 ...) __attribute__((format(printf, 4, 5)));
@@ -181,7 +173,7 @@ gw_named_accept(struct gw_worker *w, int fd, int lane)
 		return;
 	}
 	port = ntohs(dst.sin_port);
-	rc = gw_lane_fakeip_name(lane, (struct sockaddr *)&peer, dst.sin_addr, now_ms(), name);
+	rc = gw_lane_fakeip_name(lane, (struct sockaddr *)&peer, dst.sin_addr, gw_loop_now(w->loop), name);
 	if (rc == 0 && port == 80) {
 		gw_fwd_accept(w, fd, lane);
 		return;
