@@ -34,6 +34,11 @@ waits(const struct gw_h1x *x)
 	bool sending = gw_half_pending(up);
 	unsigned w = 0;
 
+	/* Holding a body whole before anything is dialled (hold.h): the
+	 * client's body, or the client taking our 100 Continue. */
+	if (x->base.state == H1X_HOLD)
+		return gw_half_pending(down) ? W_READER : W_BODY;
+
 	if (gw_half_pending(down))
 		w |= W_READER;
 	if (sending || (!(w & W_READER) && !down->done && (up->done || down->in_body || hold)))

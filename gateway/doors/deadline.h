@@ -18,6 +18,9 @@
  *  - the client reading the response: idle_timeout_ms without a byte
  *    taken, then the connection ends (idle-timeout).
  *
+ * A body held whole before anything is dialled (state HOLD, hold.h) has
+ * the request body's deadlines, answered the same way.
+ *
  * Once a byte of the final response (or part of a 1xx head) has reached
  * the client, no answer can follow: the connection ends and its access
  * line says why. Everything here runs on the connection's worker. */

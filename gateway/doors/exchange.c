@@ -133,7 +133,7 @@ h1x_answerable(const struct gw_h1x *x)
 {
 	const struct gw_h1x_half *d = &x->down;
 
-	return x->base.state == H1X_EXCHANGE &&
+	return (x->base.state == H1X_EXCHANGE || x->base.state == H1X_HOLD) &&
 	       (d->hpos == 0 || (d->hpos == d->hlen && !d->in_body));
 }
 
@@ -144,8 +144,11 @@ gw_h1x_fail(struct gw_h1x *x, unsigned status, enum gw_reason reason, const char
 	char detail[512];
 	va_list ap;
 
-	/* The request body that went upstream is the client's too. */
-	if (x->up.out > x->up.hlen)
+	/* The request body that went upstream is the client's too; a held
+	 * one is all the client's. */
+	if (c->state == H1X_HOLD)
+		c->req.bytes_in = x->reqh.head_len + (x->up.len - x->inj.held_at);
+	else if (x->up.out > x->up.hlen)
 		c->req.bytes_in += x->up.out - x->up.hlen;
 	if (!h1x_answerable(x)) {
 		gw_conn_close(c, reason);
@@ -899,10 +902,9 @@ gw_h1x_run(struct gw_conn *c)
 	}
 	/* An exchange's deadlines follow what it waits on (deadline.h); for a
 	 * head or a held body, any byte in or out is activity. */
-	if (c->state == H1X_EXCHANGE)
+	if (c->state == H1X_EXCHANGE || c->state == H1X_HOLD)
 		gw_h1x_deadline_arm(x);
-	else if ((c->state == H1X_HEAD || c->state == H1X_HOLD) &&
-		 io != x->up.in + x->up.out + x->down.in + x->down.out)
+	else if (c->state == H1X_HEAD && io != x->up.in + x->up.out + x->down.in + x->down.out)
 		h1x_touch(c);
 	gw_conn_watch(c, cev, uev);
 }
@@ -950,12 +952,15 @@ gw_h1x_event(struct gw_conn *c, bool upstream, uint32_t events)
 void
 gw_h1x_timeout(struct gw_conn *c)
 {
-	/* An exchange's deadlines end in an answer while one can be given;
-	 * head, idle, refusal and linger deadlines end the connection; a
-	 * dial keeps its own (DNS, connect) and answers 504 itself. */
-	if (c->state == H1X_EXCHANGE) {
+	/* An exchange's deadlines (a held body's too) end in an answer while
+	 * one can be given; idle, refusal and linger deadlines end the
+	 * connection, and a head's answers 408 once it began; a dial keeps
+	 * its own (DNS, connect) and answers 504 itself. */
+	if (c->state == H1X_EXCHANGE || c->state == H1X_HOLD) {
+		unsigned was = c->state;
+
 		gw_h1x_deadline_fired(h1x(c));
-		if (!c->closed && c->state != H1X_EXCHANGE)
+		if (!c->closed && c->state != was)
 			gw_h1x_run(c);
 		return;
 	}

@@ -6,6 +6,7 @@
 
 #include "conf.h"
 #include "conn.h"
+#include "deadline.h"
 #include "exchange.h"
 #include "hold.h"
 #include "http1.h"
@@ -61,10 +62,10 @@ gw_hold_start(struct gw_h1x *x)
 	inj->continued = false;
 	gw_half_reset(&x->down);
 	x->down.len = x->down.parsed = x->down.wpos = x->down.fend = 0;
-	/* A body may take longer than a head: idle, not a head deadline. */
-	x->deadline_fixed = false;
-	gw_timer_arm(c->w->loop, &c->timer, gw_conn_gateway(c)->idle_timeout_ms);
+	/* The body's deadlines (deadline.h), from now. */
 	gw_conn_set_state(c, H1X_HOLD);
+	gw_h1x_deadline_start(x);
+	gw_h1x_deadline_arm(x);
 }
 
 /* A request that ends here: its line counts the body bytes read (a

@@ -8,7 +8,7 @@
  * nothing at any origin: a Content-Length over GW_INJECT_HOLD_MAX (413
  * sigv4-body-too-large at once), a chunked body past it (payload, or
  * framing), a malformed chunked body (400), a client gone before its body
- * ended. Then what the origin reads: no body (signed at once, not held),
+ * ended, a body that stops coming (408 body-timeout). Then what the origin reads: no body (signed at once, not held),
  * a body by Content-Length and chunked (the framing as the client sent
  * it) at every read size, with botocore's signature (test_sigv4.c's
  * post-body-hash vector); a body of exactly the bound; Expect:
@@ -56,7 +56,7 @@ static const char yaml[] =
 	"gateway:\n"
 	"  clients:\n"
 	"    - { name: local, match: { source: 127.0.0.1/32 }, policy: p }\n"
-	"  limits: { idle_timeout_ms: 600000, connect_timeout_ms: 600000 }\n"
+	"  limits: { idle_timeout_ms: 600000, connect_timeout_ms: 600000, body_timeout_ms: 1000 }\n"
 	"policies:\n"
 	"  - name: p\n"
 	"    allow: [\"*.amazonaws.com\"]\n"
@@ -158,7 +158,8 @@ expect_refused_in(const char *what, const char *req, size_t n, bool shut, const 
 	dh_expect_lines(&h, lines, 1);
 	snprintf(want, sizeof(want), "%.3s", status);
 	dh_expect_field(lines[0], "status", want);
-	dh_expect_field(lines[0], "decision", "deny");
+	/* (408: allowed, but the client did not keep up) */
+	dh_expect_field(lines[0], "decision", strncmp(status, "408", 3) == 0 ? "allow" : "deny");
 	dh_expect_field(lines[0], "reason", reason);
 	dh_expect_field(lines[0], "inject", "-");
 	if (strtoull(dh_field(lines[0], "bytes_in", want, sizeof(want)), NULL, 10) < min_in)
@@ -220,6 +221,43 @@ test_too_large(void **state)
 	expect_refused("chunk framing past the bound", req, o, true, "413 Content Too Large",
 		       "sigv4-body-too-large");
 	free(req);
+}
+
+/* A held body that stops coming has the request body's deadlines
+ * (deadline.h): 408 body-timeout, before any dial, with nothing at any
+ * origin, whether or not sluice said 100 Continue. */
+static void
+test_held_body_deadline(void **state)
+{
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	char req[2048], lines[8][512];
+	size_t hl = ddb_head(req, sizeof(req), "Content-Length: 100\r\n", "");
+	struct dh h;
+
+	(void)state;
+	snprintf(req + hl, sizeof(req) - hl, "{\"TableName\": ");
+	expect_refused_in("a held body that stops", req, strlen(req), false, "408 Request Timeout",
+			  "body-timeout", hl + 14);
+
+	/* The same after sluice's own 100 Continue: the 408 follows it. */
+	hl = ddb_head(req, sizeof(req), "Content-Length: 100\r\n", "Expect: 100-continue\r\n");
+	snprintf(req + hl, sizeof(req) - hl, "{\"TableName\": ");
+	dh_init(&h);
+	dh_client_send(&h, 0, req, strlen(req));
+	dh_connect(&h, gw_fwd_accept, -1);
+	dh_run(&h, dh_ended);
+	assert_non_null(h.client.rx);
+	assert_true(h.client.rxlen > sizeof(cont) - 1);
+	assert_memory_equal(h.client.rx, cont, sizeof(cont) - 1);
+	assert_true(strncmp(h.client.rx + sizeof(cont) - 1, "HTTP/1.1 408 Request Timeout\r\n", 30) == 0);
+	assert_non_null(strstr(h.client.rx, "\r\nSluice-Reason: body-timeout\r\n"));
+	assert_int_equal(h.dials, 0);
+	assert_int_equal(h.origin.rxlen, 0);
+	dh_expect_lines(&h, lines, 1);
+	dh_expect_field(lines[0], "status", "408");
+	dh_expect_field(lines[0], "reason", "body-timeout");
+	dh_expect_clean(&h);
+	dh_fini(&h);
 }
 
 /* A body the strict parser refuses: 400, before any dial. */
@@ -537,6 +575,7 @@ main(void)
 		cmocka_unit_test(test_too_large),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_cut_short),
+		cmocka_unit_test(test_held_body_deadline),
 		/* what the origin reads */
 		cmocka_unit_test(test_no_body),
 		cmocka_unit_test(test_body_held),
