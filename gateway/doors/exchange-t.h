@@ -106,6 +106,7 @@ struct gw_inject {
 	size_t held_at;                 /* up.buf offset: the body's first byte */
 	size_t held_to;                 /* ... and the first not checked yet */
 	bool continued;                 /* our 100 Continue is queued */
+	size_t reserved;                /* of the gateway's budget (hold.h) */
 };
 
 /* How an exchange's connection came in: the forward door's own (its

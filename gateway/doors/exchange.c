@@ -170,6 +170,7 @@ gw_h1x_fini(struct gw_conn *c)
 	struct gw_h1x *x = h1x(c);
 
 	gw_half_free(&x->up);
+	gw_hold_release(x);
 	gw_half_free(&x->down);
 	free(x->inj.authz);
 	x->inj.authz = NULL;
@@ -515,6 +516,7 @@ h1x_exchange_done(struct gw_conn *c)
 	/* A body held to sign its request (hold.h) grew the buffer: back
 	 * to a head's size while the connection idles. */
 	gw_half_shrink(&x->up, gw_conn_gateway(c)->max_header_bytes + H1X_BUF);
+	gw_hold_release(x);
 	gw_half_reset(&x->up);
 	gw_half_reset(&x->down);
 	x->down.len = x->down.parsed = x->down.wpos = x->down.fend = 0;

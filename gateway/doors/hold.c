@@ -1,5 +1,6 @@
 /* hold.c: a request body held whole before anything is dialled (hold.h). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -19,6 +20,45 @@
 
 static const char hold_continue[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
+/* What held bodies' buffers have grown by, every worker's (hold.h). */
+static _Atomic uint64_t hold_bytes;
+static _Atomic uint64_t hold_budget = GW_HOLD_BUDGET;
+
+/* Takes n bytes of the budget for x: 0, or -EBUSY (nothing taken). */
+static int
+hold_reserve(struct gw_h1x *x, uint64_t n)
+{
+	uint64_t was = atomic_fetch_add(&hold_bytes, n);
+
+	if (was + n > atomic_load(&hold_budget)) {
+		atomic_fetch_sub(&hold_bytes, n);
+		return -EBUSY;
+	}
+	x->inj.reserved += n;
+	return 0;
+}
+
+void
+gw_hold_release(struct gw_h1x *x)
+{
+	if (x->inj.reserved) {
+		atomic_fetch_sub(&hold_bytes, x->inj.reserved);
+		x->inj.reserved = 0;
+	}
+}
+
+uint64_t
+gw_hold_in_use(void)
+{
+	return atomic_load(&hold_bytes);
+}
+
+void
+gw_hold_set_budget(uint64_t bytes)
+{
+	atomic_store(&hold_budget, bytes ? bytes : GW_HOLD_BUDGET);
+}
+
 /* The most x->up may hold while holding: the bytes before the body (its
  * head, after any already relayed), then the body at its longest. */
 static size_t
@@ -30,14 +70,17 @@ hold_limit(const struct gw_h1x *x)
 }
 
 /* Moves x->up's bytes to a buffer of `want` bytes; the parsed head and
- * target, which point into them, move along. 0, or -ENOMEM. */
+ * target, which point into them, move along. 0, -EBUSY (past the
+ * gateway's budget), or -ENOMEM. */
 static int
 hold_grow(struct gw_h1x *x, size_t want)
 {
 	struct gw_h1x_half *up = &x->up;
-	char *nb = malloc(want);
+	char *nb;
 
-	if (!nb)
+	if (hold_reserve(x, want - up->cap) < 0)
+		return -EBUSY;
+	if (!(nb = malloc(want)))
 		return -ENOMEM;
 	if (up->len)
 		memcpy(nb, up->buf, up->len);
@@ -179,7 +222,17 @@ gw_hold_run(struct gw_h1x *x, uint32_t *cev)
 			hold_too_large(x);
 			return true;
 		}
-		if (hold_grow(x, want < limit ? want : limit) < 0) {
+		int rc = hold_grow(x, want < limit ? want : limit);
+
+		if (rc == -EBUSY) {
+			hold_count(x);
+			gw_h1x_refuse(x, 503, GW_R_SIGV4_HOLD_BUSY,
+				      "sluice holds %llu MiB of SigV4 request bodies to sign them, its "
+				      "bound: try again shortly",
+				      (unsigned long long)(atomic_load(&hold_budget) >> 20));
+			return true;
+		}
+		if (rc < 0) {
 			gw_h1x_refuse(x, 503, GW_R_INTERNAL, "out of memory");
 			return true;
 		}

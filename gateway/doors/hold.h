@@ -19,7 +19,13 @@
  * A malformed body is 400 bad-request (nothing was sent anywhere yet); a
  * client that closes before its body ended is client-closed. The buffer
  * is the exchange's (x->up), so it is freed with the connection, and
- * shrunk back once the exchange ends (gw_half_shrink()). */
+ * shrunk back once the exchange ends (gw_half_shrink()).
+ *
+ * What the buffers of every held body have grown by, across every worker,
+ * is bounded by GW_HOLD_BUDGET: a growth past it is refused with 503
+ * sigv4-hold-busy (nothing dialled), so that many clients holding bodies
+ * at once cannot take the gateway's memory. The growth is given back
+ * when the buffer shrinks (gw_hold_release()). */
 #ifndef SLUICE_GW_HOLD_H
 #define SLUICE_GW_HOLD_H
 
@@ -37,5 +43,16 @@ void gw_hold_start(struct gw_h1x *x);
  * true if it should be called again now; else it has added the client
  * events it waits for to *cev. May refuse (state REFUSE) or close. */
 bool gw_hold_run(struct gw_h1x *x, uint32_t *cev);
+
+#define GW_HOLD_BUDGET (256u << 20)
+
+/* Gives back what x's held body took of the budget (its buffer shrank
+ * or is freed). Idempotent; any thread. */
+void gw_hold_release(struct gw_h1x *x);
+
+/* Bytes of the budget in use now, and (tests only) a budget other than
+ * GW_HOLD_BUDGET; 0 restores it. */
+uint64_t gw_hold_in_use(void);
+void gw_hold_set_budget(uint64_t bytes);
 
 #endif

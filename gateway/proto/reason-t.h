@@ -56,6 +56,7 @@
 	X(CREDENTIAL_SCOPE, "credential-scope") /* a sentinel out of scope */ \
 	X(CREDENTIAL_LOST, "credential-lost") /* a tenant's, gone in a restart */\
 	X(SIGV4_BODY_TOO_LARGE, "sigv4-body-too-large") /* 413: to hash */ \
+	X(SIGV4_HOLD_BUSY, "sigv4-hold-busy") /* 503: held bodies at their bound */\
 	X(UPSTREAM_TIMEOUT, "upstream-timeout") /* 504: the origin went silent */\
 	X(UPSTREAM_HEADER_TOO_LARGE, "upstream-header-too-large") /* 502 */   \
 	X(UPSTREAM_TOO_MANY_1XX, "upstream-too-many-1xx") /* 502: 1xx after 1xx */\

@@ -31,6 +31,7 @@
 #include "doors_harness.h"
 #include "exchange-t.h"
 #include "fwd.h"
+#include "hold.h"
 #include "http1.h"
 #include "inject.h"
 #include "message.h"
@@ -260,6 +261,30 @@ test_held_body_deadline(void **state)
 	dh_fini(&h);
 }
 
+/* Held bodies past the gateway's budget: 503 sigv4-hold-busy before any
+ * dial; what was taken of the budget is given back with the connection
+ * (every test ends with none in use). */
+static void
+test_hold_budget(void **state)
+{
+	char cl[64], *req;
+	size_t hl, n = 200 * 1024;
+
+	(void)state;
+	assert_int_equal(gw_hold_in_use(), 0);
+	gw_hold_set_budget(1024);
+	req = malloc(2048 + n);
+	assert_non_null(req);
+	snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", n);
+	hl = ddb_head(req, 2048, cl, "");
+	memset(req + hl, 'a', n);
+	expect_refused_in("a held body past the budget", req, hl + n, true,
+			  "503 Service Unavailable", "sigv4-hold-busy", hl);
+	gw_hold_set_budget(0);
+	assert_int_equal(gw_hold_in_use(), 0);
+	free(req);
+}
+
 /* A body the strict parser refuses: 400, before any dial. */
 static void
 test_malformed(void **state)
@@ -347,6 +372,7 @@ expect_upstream(const char *what, const char *req, size_t n, const char *up, siz
 	assert_null(strstr(lines[0], SECRET));
 	dh_expect_clean(&h);
 	dh_fini(&h);
+	assert_int_equal(gw_hold_in_use(), 0);
 }
 
 /* No body (none, or Content-Length: 0): the hash of nothing, signed at
@@ -576,6 +602,7 @@ main(void)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_cut_short),
 		cmocka_unit_test(test_held_body_deadline),
+		cmocka_unit_test(test_hold_budget),
 		/* what the origin reads */
 		cmocka_unit_test(test_no_body),
 		cmocka_unit_test(test_body_held),
