@@ -89,6 +89,8 @@ usage(FILE *f)
 	           "  -t, --template T     busybox (default), host, or a root directory\n"
 	           "  --cache DIR          template cache (default /var/lib/sluice/templates)\n"
 	           "  --state DIR          per-sandbox scratch (default /run/sluice/sandboxes)\n"
+	           "  --idmap-base N       the host ids ns sandboxes run as: ranges of 65536\n"
+	           "  --idmap-ranges N     from N (default 1073741824), this many (default 8192)\n"
 	           "  --agent PATH         sluice-agent to run as PID 1 (default: the one\n"
 	           "                       built beside this program, if any)\n"
 	           "  --placeholder        use the placeholder PID 1 (a shell) instead\n"
@@ -631,6 +633,8 @@ main(int argc, char **argv)
 	enum {
 		O_CACHE = 256,
 		O_STATE,
+		O_IDMAP_BASE,
+		O_IDMAP_RANGES,
 		O_AGENT,
 		O_PLACEHOLDER,
 		O_ID,
@@ -664,6 +668,8 @@ main(int argc, char **argv)
 	static const struct option opts[] = {{"template", 1, 0, 't'},
 	                                     {"cache", 1, 0, O_CACHE},
 	                                     {"state", 1, 0, O_STATE},
+	                                     {"idmap-base", 1, 0, O_IDMAP_BASE},
+	                                     {"idmap-ranges", 1, 0, O_IDMAP_RANGES},
 	                                     {"agent", 1, 0, O_AGENT},
 	                                     {"placeholder", 0, 0, O_PLACEHOLDER},
 	                                     {"id", 1, 0, O_ID},
@@ -742,6 +748,25 @@ main(int argc, char **argv)
 		case O_STATE:
 			io.state_dir = optarg;
 			break;
+		case O_IDMAP_BASE:
+		case O_IDMAP_RANGES: {
+			char *end;
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || v == 0 || v > UINT32_MAX) {
+				fprintf(stderr, "sluice-sandbox: --%s %s: want a number 1..%u\n",
+					c == O_IDMAP_BASE ? "idmap-base" : "idmap-ranges", optarg,
+					UINT32_MAX);
+				return 2;
+			}
+			if (c == O_IDMAP_BASE)
+				io.idmap_base = (uint32_t)v;
+			else
+				io.idmap_ranges = (uint32_t)v;
+			break;
+		}
 		case O_AGENT:
 			io.agent_path = optarg;
 			break;

@@ -360,6 +360,9 @@ sbx_ns_child_main(void *arg)
 	/* As the guest's root: a directory it may not enter fails here. */
 	if (chdir(p->cwd) < 0)
 		child_fail(p, "chdir", p->cwd);
+	/* The guest's processes get the usual 022 (a vm guest's kernel
+	 * default), not the 0 the set-up above ran with. */
+	umask(022);
 
 	child_caps(p);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

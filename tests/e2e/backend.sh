@@ -361,6 +361,8 @@ x "$A" '{"argv":["sh","-c","kill -9 $$"]}'
 check "exec: killed by a signal -> signal 9" is 'd["signal"]' 9
 x "$A" '{"argv":["hostname"]}'
 check "the hostname is the sandbox's id" out_is "$A"
+x "$A" '{"argv":["sh","-c","umask"]}'
+check "a command's umask is 0022, as on any host" eval 'status 200 && out_is 0022'
 x "$A" '{"argv":["uname","-r"]}'
 if [ "$BACKEND" = vm ]; then
 	check "it is a microVM: its kernel is the guest image's ($(cat "$SL_BUILD/vm/release"))" \

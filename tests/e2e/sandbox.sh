@@ -17,13 +17,21 @@ SBX=${SL_BUILD:?SL_BUILD must name the build tree}/sandbox/sluice-sandbox
 CACHE=$E2E_TMP/templates
 STATE=$E2E_TMP/state
 ID=sle2e$$
-RUN=("$SBX" --cache "$CACHE" --state "$STATE" --id "$ID")
+# An id space of this test's own, past the daemons' default one, so that
+# the checks below that look for processes of guest uids see only ours
+# (other tests' sandboxes may run at the same time).
+IDBASE=$((1073741824 + 8192 * 65536))
+IDRANGES=64
+IDEND=$((IDBASE + IDRANGES * 65536))
+RUN=("$SBX" --cache "$CACHE" --state "$STATE" --idmap-base "$IDBASE" --idmap-ranges "$IDRANGES" --id "$ID")
 run() { "${RUN[@]}" "$@"; }
 
 quiet() { "$@" >/dev/null 2>&1; }
 # Mounts in the host's table, but for other tests' `ip netns` mounts
 # (tests may run side by side; ours are made before the count).
-host_mounts() { grep -v ' /run/netns/' /proc/self/mountinfo | grep -c .; }
+# Host mounts of ours: under this test's directories or named by its ids
+# (a count of every host mount would see other tests' and daemons').
+host_mounts() { grep -F -e "$E2E_TMP" -e "$ID" /proc/self/mountinfo | grep -vc ' /run/netns/' || true; }
 cg_left() { find /sys/fs/cgroup -maxdepth 8 -type d -name "$ID*" 2>/dev/null | wc -l; }
 # until_ok SECONDS COMMAND...: polls COMMAND until it succeeds. The bound
 # is a safety net against a hang, not an assertion about time.
@@ -136,9 +144,8 @@ check "guest: no_new_privs and seccomp filter" bash -c "grep -q 'NoNewPrivs:.1' 
 
 # ---- the user namespace: guest root is nobody on the host ---------------
 # Guest ids 0..65535 map to a host range of the sandbox's own, one of the
-# default space's (sandbox/idmap.c): its root is an unprivileged host uid.
-IDBASE=1073741824
-IDEND=$((IDBASE + 8192 * 65536))
+# id space's (sandbox/idmap.c; this test's, above): its root is an
+# unprivileged host uid.
 out=$(run -- sh -c 'id -u; id -g; cat /proc/self/uid_map /proc/self/gid_map')
 read -r g_uid g_gid m0 mfirst msize _ <<<"$(tr '\n' ' ' <<<"$out")"
 check "userns: the guest is root inside: id -u 0, id -g 0 ($g_uid $g_gid)" \
@@ -344,7 +351,7 @@ rm -f "$E2E_TMP/big.in" "$E2E_TMP/big.out" "$E2E_TMP/out"
 DSTATE=$E2E_TMP/dstate
 CGP=sluice-e2e-$$
 D=${ID}d
-DRUN=("$SBX" --cache "$CACHE" --state "$DSTATE" --cgroup-parent "$CGP")
+DRUN=("$SBX" --cache "$CACHE" --state "$DSTATE" --idmap-base "$IDBASE" --idmap-ranges "$IDRANGES" --cgroup-parent "$CGP")
 drun() { "${DRUN[@]}" "$@"; }
 # Processes in the sandbox's cgroup (found by its id, never by name).
 cg_procs() { grep -lE "/$1\$" /proc/[0-9]*/cgroup 2>/dev/null | wc -l; }
