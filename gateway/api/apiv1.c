@@ -14,6 +14,7 @@
 #include "apiv1.h"
 #include "claims.h"
 #include "conf.h"
+#include "diff.h"
 #include "fleet.h"
 #include "log.h"
 #include "manager.h"
@@ -1489,10 +1490,17 @@ static void
 h_pools_put(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 {
 	struct gw_apiv1 *v = arg;
-	json_t *body = gw_api_body_json(r);
+	const char *dry = gw_api_query(r, "dry_run");
+	json_t *body, *diff, *res;
 	struct conf_diag d;
 	struct conf *c;
+	bool dry_run = dry && (strcmp(dry, "1") == 0 || strcmp(dry, "true") == 0);
 
+	if (dry && !dry_run && strcmp(dry, "0") != 0 && strcmp(dry, "false") != 0) {
+		gw_api_reply_error(r, 400, "bad-request", "dry_run: 1, true, 0 or false");
+		return;
+	}
+	body = gw_api_body_json(r);
 	if (!body)
 		return;
 	conf_diag_init(&d);
@@ -1512,9 +1520,25 @@ h_pools_put(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		return;
 	}
 	conf_diag_fini(&d);
-	pool_mgr_set_conf(v->mgr, c);
-	gw_log_info("PUT /v1/pools: %zu pools in the set", c->npools);
-	gw_api_reply_json(r, 200, conf_pools_to_json(c));
+	/* What changes, against the set before (pools/diff.h): the whole
+	 * answer of a dry run, which changes nothing. */
+	diff = pool_mgr_diff(v->mgr, c);
+	res = conf_pools_to_json(c);
+	if (!diff || !res) {
+		json_decref(diff);
+		json_decref(res);
+		conf_unref(c);
+		gw_api_reply_error(r, 500, "internal", "out of memory");
+		return;
+	}
+	json_object_update(res, diff);
+	json_decref(diff);
+	json_object_set_new(res, "dry_run", json_boolean(dry_run));
+	if (!dry_run) {
+		pool_mgr_set_conf(v->mgr, c);
+		gw_log_info("PUT /v1/pools: %zu pools in the set", c->npools);
+	}
+	gw_api_reply_json(r, 200, res);
 	conf_unref(c);
 }
 
