@@ -991,7 +991,8 @@ exec_cb(struct sbx_agent_call *k, const struct sbx_agent_event *ev, void *arg)
 		s->call = NULL;
 		break;
 	case SBX_AGENT_EV_ERROR:
-		s->err_code = ev->err == ETIMEDOUT ? "timeout"
+		s->err_code = ev->code && strcmp(ev->code, "bad_cwd") == 0 ? "bad-cwd"
+			      : ev->err == ETIMEDOUT ? "timeout"
 			      : ev->err == ENOENT || ev->err == EACCES || ev->err == ENOTDIR
 				      ? "bad-request"
 				      : "agent-error";
@@ -1164,8 +1165,10 @@ h_exec(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 			gw_api_stream_end(r);
 	} else if (s.err_code) {
 		gw_api_reply_error(r, strcmp(s.err_code, "timeout") == 0 ? 504
-				   : strcmp(s.err_code, "bad-request") == 0 ? 400
-									    : 502,
+				   : strcmp(s.err_code, "bad-request") == 0 ||
+					     strcmp(s.err_code, "bad-cwd") == 0
+					   ? 400
+					   : 502,
 				   s.err_code, "%s", s.err_msg);
 	} else {
 		json_t *res = exit_json(&s, sbx_agent_now_ms() - t0);
@@ -1236,9 +1239,20 @@ fread_cb(struct sbx_agent_call *k, const struct sbx_agent_event *ev, void *arg)
 	}
 }
 
+/* An agent's message without the agent's own code in front ("not_found:
+ * ..." from the blocking helpers): the answer has its code once, the API's. */
+static const char *
+agent_msg(const char *msg)
+{
+	size_t n = strspn(msg, "abcdefghijklmnopqrstuvwxyz_");
+
+	return n > 0 && msg[n] == ':' && msg[n + 1] == ' ' ? msg + n + 2 : msg;
+}
+
 static void
 reply_agent_error(struct gw_api_req *r, int err, const char *msg)
 {
+	msg = agent_msg(msg);
 	if (err == ENOENT || err == ENOTDIR)
 		gw_api_reply_error(r, 404, "not-found", "%s", msg);
 	else if (err == EISDIR || err == EINVAL || err == ENAMETOOLONG || err == EACCES)
