@@ -50,16 +50,62 @@ xstrdup(const char *s)
 	return p;
 }
 
-/* "sluice: message\n" on stderr. */
+bool sl_json_errors;
+
+/* The error as the API's JSON shape, one line on stdout. */
+static void
+json_error(const char *code, const char *msg, const json_t *details)
+{
+	json_t *e = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg);
+
+	if (!e) {
+		/* not UTF-8: say so in place of the message */
+		e = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message",
+			      "(a message that is not UTF-8)");
+		if (!e)
+			oom();
+	}
+	if (details)
+		json_object_set(json_object_get(e, "error"), "details", (json_t *)(uintptr_t)details);
+	fflush(stdout);
+	json_dumpf(e, stdout, JSON_COMPACT);
+	fputc('\n', stdout);
+	fflush(stdout);
+	json_decref(e);
+}
 
 void
-vwarnx(const char *fmt, va_list ap)
+vwarnc(const char *code, const char *fmt, va_list ap)
 {
+	if (sl_json_errors) {
+		char *m;
+
+		if (vasprintf(&m, fmt, ap) < 0)
+			oom();
+		json_error(code, m, NULL);
+		free(m);
+		return;
+	}
 	fputs("sluice: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 }
 
+void
+warnc(const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarnc(code, fmt, ap);
+	va_end(ap);
+}
+
+void
+vwarnx(const char *fmt, va_list ap)
+{
+	vwarnc(SL_E_CLIENT, fmt, ap);
+}
 
 void
 warnx(const char *fmt, ...)
@@ -67,22 +113,35 @@ warnx(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vwarnx(fmt, ap);
+	vwarnc(SL_E_CLIENT, fmt, ap);
+	va_end(ap);
+}
+
+void
+warning(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("sluice: warning: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
 	va_end(ap);
 }
 
 /* Prints "sluice: CMD: message" and the usage; returns EXIT_USAGE. */
-
 int
 usage_err(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vwarnx(fmt, ap);
+	vwarnc(SL_E_USAGE, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	fputs(usage_text, stderr);
+	if (!sl_json_errors) {
+		fputc('\n', stderr);
+		fputs(usage_text, stderr);
+	}
 	return EXIT_USAGE;
 }
 
@@ -216,6 +275,7 @@ next_opt(struct sl_opts *o, const char *cmd, int argc, char **argv, int *i,
 		alen = strcspn(a, "=");
 		if (strcmp(a, "--json") == 0) {
 			o->json = true;
+			sl_json_errors = true;
 			(*i)++;
 			continue;
 		}
@@ -501,6 +561,20 @@ api_fail(const struct sl_opts *o, struct cli_conn *c, const struct sl_srcmap *sr
 	}
 	if (!code)
 		code = r->sluice_reason[0] ? r->sluice_reason : NULL;
+	if (sl_json_errors) {
+		char *m = NULL, *cs = NULL;
+
+		if (!msg && asprintf(&m, "HTTP %d %s", r->status, r->reason) < 0)
+			oom();
+		if (!code && asprintf(&cs, "http-%d", r->status) < 0)
+			oom();
+		json_error(code ? code : cs, msg ? msg : m, json_is_array(details) ? details : NULL);
+		free(m);
+		free(cs);
+		json_decref(root);
+		free(b);
+		return EXIT_API;
+	}
 	{
 		char *cs = NULL, *ms = NULL;
 

@@ -26,18 +26,23 @@ const char usage_text[] =
 	"  cp LOCAL ID:PATH | ID:PATH LOCAL        (- for stdin/stdout)\n"
 	"  rm ID...\n"
 	"  pools get\n"
-	"  pools apply FILE.yaml\n"
+	"  pools diff FILE.yaml                   (what apply would change; changes nothing)\n"
+	"  pools apply [--yes] FILE.yaml          (asks before removing a pool or draining)\n"
 	"  info\n"
+	"  usage [--tenant T] [--since TIME]      (claim-seconds per tenant and pool)\n"
+	"  metrics [PREFIX]                       (the Prometheus text of /metrics)\n"
 	"\n"
 	"  --api URL      http://HOST:PORT or unix:PATH (default $SLUICE_API, then\n"
 	"                 " DEFAULT_API ")\n"
-	"  --json         print the API's JSON instead of tables\n"
+	"  --json         print the API's JSON instead of tables, and errors as JSON\n"
+	"                 on stdout: {\"error\": {\"code\": ..., \"message\": ...}}\n"
 	"  -q, --quiet    claim: print the sandbox id only\n"
 	"  -h, --help     this text;  -V, --version  the version\n"
 	"\n"
 	"The token comes from $SLUICE_TOKEN (sent as Authorization: Bearer).\n"
 	"Exit codes: 0 success, 1 an API error, 2 bad usage; exec exits with the\n"
-	"command's code (128+N for signal N, 124 when it timed out).\n";
+	"command's code (128+N for signal N, 124 when it timed out; either is said\n"
+	"on stderr too).\n";
 
 /* ---- commands -------------------------------------------------------- */
 
@@ -225,6 +230,7 @@ struct sl_exec {
 	char *line;                     /* a partial NDJSON line */
 	size_t len;
 	size_t cap;
+	long long timeout_s;            /* what was asked (the API's default: 300) */
 };
 
 /* The exit status for an exit event or a buffered answer. */
@@ -242,6 +248,25 @@ exit_status(const json_t *ev)
 	    json_integer_value(code) <= 255)
 		return (int)json_integer_value(code);
 	return EXIT_API;
+}
+
+/* A command ended by its timeout or a signal says so on stderr (its exit
+ * status, 124 or 128+N, says it to scripts). */
+static void
+exit_note(const struct sl_exec *x, const json_t *ev)
+{
+	const json_t *sig = json_object_get(ev, "signal");
+
+	if (json_is_true(json_object_get(ev, "timed_out"))) {
+		warning("exec: the command timed out after %lld s (--timeout) and was killed",
+			x->timeout_s);
+	} else if (json_is_integer(sig) && json_integer_value(sig) > 0 &&
+		   json_integer_value(sig) < 128) {
+		const char *name = sigabbrev_np((int)json_integer_value(sig));
+
+		warning("exec: the command was killed by signal %d (%s)",
+			(int)json_integer_value(sig), name ? name : "?");
+	}
 }
 
 static void
@@ -290,10 +315,11 @@ exec_event(struct sl_exec *x, const char *line, size_t n)
 	} else if (strcmp(type, "exit") == 0) {
 		x->ended = true;
 		x->code = exit_status(ev);
+		exit_note(x, ev);
 	} else if (strcmp(type, "error") == 0) {
 		char *c = field(ev, "code"), *m = field(ev, "message");
 
-		warnx("%s: %s", c, m);
+		warnc(c, "%s", m);
 		free(c);
 		free(m);
 		x->ended = true;
@@ -356,8 +382,9 @@ exec_buffered(struct sl_exec *x, struct cli_conn *c)
 	if ((s = json_string_value(json_object_get(res, "stderr"))))
 		exec_write(x, 2, s, json_string_length(json_object_get(res, "stderr")));
 	if (json_is_true(json_object_get(res, "truncated")))
-		warnx("the output was truncated by the server");
+		warning("the output was truncated by the server");
 	rc = exit_status(res);
+	exit_note(x, res);
 	json_decref(res);
 	return rc;
 }
@@ -370,7 +397,7 @@ cmd_exec(struct sl_opts *o, int argc, char **argv)
 		{ "--stdin", 0, false },  { NULL, 0, false },
 	};
 	json_t *body = json_object(), *env = json_object(), *args = json_array();
-	struct sl_exec x = { .o = o };
+	struct sl_exec x = { .o = o, .timeout_s = 300 };
 	struct sl_req r = { .method = "POST", .accept = "application/x-ndjson",
 			    .ctype = "application/json", .upload_fd = -1 };
 	struct cli_conn c = { .fd = -1 };
@@ -381,9 +408,18 @@ cmd_exec(struct sl_opts *o, int argc, char **argv)
 
 	if (!body || !env || !args)
 		oom();
-	while ((k = next_opt(o, "exec", argc, argv, &i, specs, &val)) >= 0) {
+	for (;;) {
 		long long t;
 
+		if (i < argc && strcmp(argv[i], "--") == 0)
+			break;
+		k = next_opt(o, "exec", argc, argv, &i, specs, &val);
+		if (k == -1 && i < argc && !id) {
+			id = argv[i++]; /* options may follow the ID too */
+			continue;
+		}
+		if (k < 0)
+			break;
 		if (k == 0) {
 			if (!parse_uint(val, 86400, &t) || t == 0) {
 				usage_err("exec: --timeout wants whole seconds 1-86400, not '%s'",
@@ -391,6 +427,7 @@ cmd_exec(struct sl_opts *o, int argc, char **argv)
 				goto out;
 			}
 			json_object_set_new(body, "timeout_seconds", json_integer(t));
+			x.timeout_s = t;
 		} else if (k == 1) {
 			if (add_kv(env, "exec", "--env", val) != 0)
 				goto out;
@@ -405,17 +442,21 @@ cmd_exec(struct sl_opts *o, int argc, char **argv)
 	}
 	if (k == -2)
 		goto out;
-	if (i >= argc) {
+	if (!id) {
 		usage_err("exec: give a sandbox ID, then -- and the command");
 		goto out;
 	}
-	id = argv[i++];
 	if (!cli_id_valid(id, strlen(id))) {
 		usage_err("exec: '%s' is not a sandbox id ([A-Za-z0-9_-]+)", id);
 		goto out;
 	}
-	if (i >= argc || strcmp(argv[i], "--") != 0) {
-		usage_err("exec: put -- between the sandbox ID and the command");
+	if (i < argc && strcmp(argv[i], "--") != 0) {
+		usage_err("exec: '%s' follows the sandbox ID %s: put -- between the ID and the "
+			  "command", argv[i], id);
+		goto out;
+	}
+	if (i >= argc) {
+		usage_err("exec: no -- and command after the sandbox ID %s", id);
 		goto out;
 	}
 	if (++i >= argc) {
@@ -848,7 +889,8 @@ main(int argc, char **argv)
 	} cmds[] = {
 		{ "claim", cmd_claim }, { "ls", cmd_ls },       { "show", cmd_show },
 		{ "exec", cmd_exec },   { "cp", cmd_cp },       { "rm", cmd_rm },
-		{ "pools", cmd_pools }, { "info", cmd_info },
+		{ "pools", cmd_pools }, { "info", cmd_info },   { "usage", cmd_usage },
+		{ "metrics", cmd_metrics },
 	};
 	struct sl_opts o = { 0 };
 	const char *api = NULL;
@@ -861,6 +903,7 @@ main(int argc, char **argv)
 
 		if (strcmp(a, "--json") == 0) {
 			o.json = true;
+			sl_json_errors = true;
 		} else if (strcmp(a, "--api") == 0) {
 			if (++i >= argc)
 				return usage_err("--api needs a value");

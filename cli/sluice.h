@@ -1,6 +1,7 @@
 /* sluice.h: what the parts of the `sluice` client share (cli/sluice.c:
  * main and the sandbox commands; common.c: messages, options, requests,
- * tables; pools.c: the pools commands). Internal to cli/. */
+ * tables; pools.c: the pools commands; observe.c: usage and metrics).
+ * Internal to cli/. */
 #ifndef SLUICE_H
 #define SLUICE_H
 
@@ -79,8 +80,20 @@ void oom(void) __attribute__((noreturn));
 void *xmalloc(size_t n);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+/* With --json (sl_json_errors), each error is instead one line on stdout in
+ * the API's shape, {"error": {"code": ..., "message": ...}}: the API's code
+ * for the API's errors, and for the client's own one of these. */
+#define SL_E_USAGE "bad-usage"          /* the command line (exit 2) */
+#define SL_E_CLIENT "client-error"      /* connecting, reading, a bad answer */
+#define SL_E_LOCAL "local-error"        /* a local file or terminal */
+#define SL_E_CONFIRM "not-confirmed"    /* pools apply: asked, refused or no tty */
+extern bool sl_json_errors;
+void vwarnc(const char *code, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+void warnc(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void vwarnx(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "sluice: warning: ..." on stderr, --json or not: not an error. */
+void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* I/O and values */
@@ -122,6 +135,8 @@ int list_table(struct sl_opts *o, const char *path, const char *field,
 void print_kv(json_t *obj);
 
 /* commands in other files */
-int cmd_pools(struct sl_opts *o, int argc, char **argv);
+int cmd_pools(struct sl_opts *o, int argc, char **argv);        /* pools.c */
+int cmd_usage(struct sl_opts *o, int argc, char **argv);        /* observe.c */
+int cmd_metrics(struct sl_opts *o, int argc, char **argv);
 
 #endif
