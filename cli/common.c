@@ -102,6 +102,24 @@ warnc(const char *code, const char *fmt, ...)
 }
 
 void
+api_error(const char *code, const char *msg)
+{
+	char *cs, *ms;
+
+	if (sl_json_errors) {
+		json_error(code, msg, NULL);
+		return;
+	}
+	cs = xstrdup(code);
+	ms = xstrdup(msg);
+	sanitize(cs);
+	sanitize(ms);
+	fprintf(stderr, "sluice: %s: %s\n", cs, ms);
+	free(cs);
+	free(ms);
+}
+
+void
 vwarnx(const char *fmt, va_list ap)
 {
 	vwarnc(SL_E_CLIENT, fmt, ap);

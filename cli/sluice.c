@@ -319,7 +319,7 @@ exec_event(struct sl_exec *x, const char *line, size_t n)
 	} else if (strcmp(type, "error") == 0) {
 		char *c = field(ev, "code"), *m = field(ev, "message");
 
-		warnc(c, "%s", m);
+		api_error(c, m);
 		free(c);
 		free(m);
 		x->ended = true;

@@ -90,6 +90,8 @@ char *xstrdup(const char *s);
 extern bool sl_json_errors;
 void vwarnc(const char *code, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 void warnc(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An error the API named: "sluice: CODE: message" (or the JSON). */
+void api_error(const char *code, const char *msg);
 void vwarnx(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "sluice: warning: ..." on stderr, --json or not: not an error. */
