@@ -253,7 +253,8 @@ check "exec of a program that does not exist: 400 bad-request" refused 400 bad-r
 check "... with the agent's message ($(j 'd["error"]["message"]'))" \
 	eval '[[ $(j "d[\"error\"][\"message\"]") == *"/no/such/program"* ]]'
 x "$S2" '{"argv":["true"],"cwd":"/no/such/dir"}'
-check "exec in a cwd that does not exist: 400 bad-request" refused 400 bad-request
+check "exec in a cwd that does not exist: 400 bad-cwd (the directory, not the program)" \
+	eval 'refused 400 bad-cwd && is "d[\"error\"][\"message\"]" "working directory /no/such/dir: No such file or directory"'
 
 # 504: the agent of S3 is stopped (SIGSTOP from here); a command with
 # timeout_seconds 1 has no answer 10 s past it.
