@@ -147,7 +147,7 @@ warning(const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Prints "sluice: CMD: message" and the usage; returns EXIT_USAGE. */
+/* Prints "sluice: CMD: message" and where the usage is; returns EXIT_USAGE. */
 int
 usage_err(const char *fmt, ...)
 {
@@ -156,10 +156,9 @@ usage_err(const char *fmt, ...)
 	va_start(ap, fmt);
 	vwarnc(SL_E_USAGE, fmt, ap);
 	va_end(ap);
-	if (!sl_json_errors) {
-		fputc('\n', stderr);
-		fputs(usage_text, stderr);
-	}
+	/* The one line says what was wrong; the whole usage would bury it. */
+	if (!sl_json_errors)
+		fputs("sluice: 'sluice --help' shows every command and option\n", stderr);
 	return EXIT_USAGE;
 }
 

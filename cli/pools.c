@@ -191,8 +191,19 @@ confirm(const json_t *res)
 static int
 pools_put(struct sl_opts *o, const struct pools_file *f, bool dry_run, json_t **res)
 {
-	return call_json(o, "PUT", dry_run ? "/v1/pools?dry_run=1" : "/v1/pools", f->body, res,
-			 &f->src);
+	int rc = call_json(o, "PUT", dry_run ? "/v1/pools?dry_run=1" : "/v1/pools", f->body,
+			   res, &f->src);
+
+	/* A daemon older than dry_run ignores the query and applies: say so
+	 * rather than show a diff that did not come. */
+	if (rc == 0 && dry_run && !json_is_true(json_object_get(*res, "dry_run"))) {
+		warnc(SL_E_CLIENT, "%s does not know dry_run (a daemon older than this client): "
+			     "the pool set of %s was APPLIED", o->api, f->file);
+		json_decref(*res);
+		*res = NULL;
+		rc = EXIT_API;
+	}
+	return rc;
 }
 
 static int

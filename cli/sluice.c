@@ -920,8 +920,10 @@ main(int argc, char **argv)
 			return usage_err("unknown option '%s'", a);
 		}
 	}
-	if (i >= argc)
-		return usage_err("no command");
+	if (i >= argc) {
+		fputs(usage_text, stderr);
+		return EXIT_USAGE;
+	}
 	if (strcmp(argv[i], "help") == 0) {
 		fputs(usage_text, stdout);
 		return 0;
