@@ -404,7 +404,7 @@ cmd_exec(struct sl_opts *o, int argc, char **argv)
 	const char *val, *id = NULL;
 	char *target = NULL, *text = NULL, *buf = NULL;
 	bool want_stdin = false;
-	int i = 1, k, rc = EXIT_USAGE;
+	int i = 1, k = -1, rc = EXIT_USAGE;
 
 	if (!body || !env || !args)
 		oom();
