@@ -352,6 +352,9 @@ mark
 op PUT /v1/pools "${JS[@]}" "$POOLS1"
 check "PUT /v1/pools (keep: narrow; repl: 128 MiB; gone removed): 200" \
 	eval 'status 200 && is "sorted(p[\"name\"] for p in d[\"pools\"])" "[\"broken\", \"keep\", \"p\", \"private\", \"repl\", \"tiny\", \"trust_dir\", \"trust_host\"]"'
+check "... its diff: keep changed (policy; its warm one kept), repl changed (limits.memory_mb; its warm one replaced), gone removed (its warm one drained, its claim kept)" \
+	is '[(c["name"], c["change"], c.get("keys"), c["warm_drained"], c["claims_kept"]) for c in d["changes"] if c["name"] in ("keep", "repl", "gone")]' \
+	'[["keep", "changed", ["policy"], 0, 0], ["repl", "changed", ["limits.memory_mb"], 1, 0], ["gone", "removed", null, 1, 1]]'
 check "the log says gone is removed and draining" logged 'pool gone: removed; draining'
 check "the log says repl changed and its warm sandboxes are replaced" logged 'pool repl: changed; its warm sandboxes are replaced'
 check "... and says nothing of keep changing" eval '! since | grep -q "pool keep: changed"'
