@@ -65,23 +65,6 @@ cmd_usage(struct sl_opts *o, int argc, char **argv)
 	return rc;
 }
 
-/* Whether a line of the text format belongs to a family named with
- * prefix: a sample ("name{...} v", "name v") or its "# HELP name" and
- * "# TYPE name" lines. */
-static bool
-metric_line_matches(const char *line, size_t n, const char *prefix)
-{
-	size_t pl = strlen(prefix);
-
-	if (n >= 7 && (memcmp(line, "# HELP ", 7) == 0 || memcmp(line, "# TYPE ", 7) == 0)) {
-		line += 7;
-		n -= 7;
-	} else if (n > 0 && line[0] == '#') {
-		return false;
-	}
-	return n >= pl && memcmp(line, prefix, pl) == 0;
-}
-
 int
 cmd_metrics(struct sl_opts *o, int argc, char **argv)
 {
@@ -115,7 +98,7 @@ cmd_metrics(struct sl_opts *o, int argc, char **argv)
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
-		if (!prefix || metric_line_matches(p, len, prefix)) {
+		if (!prefix || cli_metric_line_matches(p, len, prefix)) {
 			char *line = xmalloc(len + 1);
 
 			memcpy(line, p, len);
