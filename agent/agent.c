@@ -226,12 +226,15 @@ child(int in, int out, int errp, int errfd, const char *cwd, char **argv,
 	setsid();
 	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errp, 2) < 0)
 		goto fail;
-	if (chdir(cwd) < 0)
-		goto fail;
+	if (chdir(cwd) < 0) {
+		e = -errno;     /* negative: the working directory, not the program */
+		goto report;
+	}
 	environ = env;
 	execvp(argv[0], argv);
 fail:
 	e = errno;
+report:
 	if (write(errfd, &e, sizeof(e)) < 0) {
 		/* the parent sees a short read */
 	}
@@ -424,8 +427,14 @@ fail:
 	close_fd(&errp[1]);
 	close_fd(&ep[0]);
 	close_fd(&ep[1]);
-	agent_send_error(a, id, e == ENOENT ? AGENT_E_NOT_FOUND : AGENT_E_EXEC,
-			 e, "exec %s: %s", argv[0], strerror(e));
+	if (e < 0)
+		agent_send_error(a, id, AGENT_E_BAD_CWD, -e, "working directory %s: %s",
+				 jcwd ? json_string_value(jcwd)
+				      : a->defaults->cwd ? a->defaults->cwd : "/",
+				 strerror(-e));
+	else
+		agent_send_error(a, id, e == ENOENT ? AGENT_E_NOT_FOUND : AGENT_E_EXEC,
+				 e, "exec %s: %s", argv[0], strerror(e));
 	if (s) {
 		s->pid = 0;     /* already dead or never born */
 		agent_stream_free(a, s);

@@ -165,7 +165,8 @@ enum agent_frame_type {
 #define AGENT_E_IS_DIR "is_dir"               /* EISDIR */
 #define AGENT_E_NOT_EMPTY "not_empty"         /* ENOTEMPTY */
 #define AGENT_E_NO_SPACE "no_space"           /* ENOSPC, EDQUOT */
-#define AGENT_E_EXEC "exec_failed"            /* fork, chdir or execve */
+#define AGENT_E_EXEC "exec_failed"            /* fork or execve */
+#define AGENT_E_BAD_CWD "bad_cwd"             /* exec: chdir to its cwd */
 #define AGENT_E_IO "io"                       /* any other errno */
 #define AGENT_E_INVALID "invalid"             /* configure: a bad field,
 						 named in "field" */

@@ -109,4 +109,10 @@ const struct cli_ypos *cli_ypos_find(const struct cli_yposv *pos, const char *pa
 
 void cli_yposv_fini(struct cli_yposv *pos);
 
+/* Whether a line (line[0..n), no newline) of the Prometheus text format
+ * belongs to a family whose name begins with prefix: a sample ("name{...}
+ * v", "name v") or its "# HELP name ..." and "# TYPE name ..." lines; never
+ * another comment, never for an empty prefix (cli_metrics.c). */
+bool cli_metric_line_matches(const char *line, size_t n, const char *prefix);
+
 #endif

@@ -19,6 +19,7 @@
 
 #include "agent_client.h"
 #include "conf.h"
+#include "diff.h"
 #include "manager.h"
 #include "sandbox.h"
 #include "journal.h"
@@ -267,14 +268,11 @@ pool_find(struct pool_mgr *m, const char *name)
 	return NULL;
 }
 
+/* The one rule, shared with the dry run's diff (diff.c). */
 static bool
 boot_same(const struct conf_pool *a, const struct conf_pool *b)
 {
-	return a->backend == b->backend && a->template_kind == b->template_kind &&
-	       (a->template_kind != CONF_TEMPLATE_DIR ||
-		strcmp(a->template_dir, b->template_dir) == 0) &&
-	       strcmp(a->lane, b->lane) == 0 && a->memory_mb == b->memory_mb &&
-	       a->cpus_milli == b->cpus_milli && a->pids == b->pids;
+	return pool_boot_same(a, b);
 }
 
 static void

@@ -14,6 +14,7 @@
 #include "apiv1.h"
 #include "claims.h"
 #include "conf.h"
+#include "diff.h"
 #include "fleet.h"
 #include "log.h"
 #include "manager.h"
@@ -990,7 +991,8 @@ exec_cb(struct sbx_agent_call *k, const struct sbx_agent_event *ev, void *arg)
 		s->call = NULL;
 		break;
 	case SBX_AGENT_EV_ERROR:
-		s->err_code = ev->err == ETIMEDOUT ? "timeout"
+		s->err_code = ev->code && strcmp(ev->code, "bad_cwd") == 0 ? "bad-cwd"
+			      : ev->err == ETIMEDOUT ? "timeout"
 			      : ev->err == ENOENT || ev->err == EACCES || ev->err == ENOTDIR
 				      ? "bad-request"
 				      : "agent-error";
@@ -1163,8 +1165,10 @@ h_exec(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 			gw_api_stream_end(r);
 	} else if (s.err_code) {
 		gw_api_reply_error(r, strcmp(s.err_code, "timeout") == 0 ? 504
-				   : strcmp(s.err_code, "bad-request") == 0 ? 400
-									    : 502,
+				   : strcmp(s.err_code, "bad-request") == 0 ||
+					     strcmp(s.err_code, "bad-cwd") == 0
+					   ? 400
+					   : 502,
 				   s.err_code, "%s", s.err_msg);
 	} else {
 		json_t *res = exit_json(&s, sbx_agent_now_ms() - t0);
@@ -1235,9 +1239,20 @@ fread_cb(struct sbx_agent_call *k, const struct sbx_agent_event *ev, void *arg)
 	}
 }
 
+/* An agent's message without the agent's own code in front ("not_found:
+ * ..." from the blocking helpers): the answer has its code once, the API's. */
+static const char *
+agent_msg(const char *msg)
+{
+	size_t n = strspn(msg, "abcdefghijklmnopqrstuvwxyz_");
+
+	return n > 0 && msg[n] == ':' && msg[n + 1] == ' ' ? msg + n + 2 : msg;
+}
+
 static void
 reply_agent_error(struct gw_api_req *r, int err, const char *msg)
 {
+	msg = agent_msg(msg);
 	if (err == ENOENT || err == ENOTDIR)
 		gw_api_reply_error(r, 404, "not-found", "%s", msg);
 	else if (err == EISDIR || err == EINVAL || err == ENAMETOOLONG || err == EACCES)
@@ -1489,10 +1504,17 @@ static void
 h_pools_put(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 {
 	struct gw_apiv1 *v = arg;
-	json_t *body = gw_api_body_json(r);
+	const char *dry = gw_api_query(r, "dry_run");
+	json_t *body, *diff, *res;
 	struct conf_diag d;
 	struct conf *c;
+	bool dry_run = dry && (strcmp(dry, "1") == 0 || strcmp(dry, "true") == 0);
 
+	if (dry && !dry_run && strcmp(dry, "0") != 0 && strcmp(dry, "false") != 0) {
+		gw_api_reply_error(r, 400, "bad-request", "dry_run: 1, true, 0 or false");
+		return;
+	}
+	body = gw_api_body_json(r);
 	if (!body)
 		return;
 	conf_diag_init(&d);
@@ -1512,9 +1534,25 @@ h_pools_put(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		return;
 	}
 	conf_diag_fini(&d);
-	pool_mgr_set_conf(v->mgr, c);
-	gw_log_info("PUT /v1/pools: %zu pools in the set", c->npools);
-	gw_api_reply_json(r, 200, conf_pools_to_json(c));
+	/* What changes, against the set before (pools/diff.h): the whole
+	 * answer of a dry run, which changes nothing. */
+	diff = pool_mgr_diff(v->mgr, c);
+	res = conf_pools_to_json(c);
+	if (!diff || !res) {
+		json_decref(diff);
+		json_decref(res);
+		conf_unref(c);
+		gw_api_reply_error(r, 500, "internal", "out of memory");
+		return;
+	}
+	json_object_update(res, diff);
+	json_decref(diff);
+	json_object_set_new(res, "dry_run", json_boolean(dry_run));
+	if (!dry_run) {
+		pool_mgr_set_conf(v->mgr, c);
+		gw_log_info("PUT /v1/pools: %zu pools in the set", c->npools);
+	}
+	gw_api_reply_json(r, 200, res);
 	conf_unref(c);
 }
 

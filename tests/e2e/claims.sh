@@ -253,7 +253,8 @@ check "exec of a program that does not exist: 400 bad-request" refused 400 bad-r
 check "... with the agent's message ($(j 'd["error"]["message"]'))" \
 	eval '[[ $(j "d[\"error\"][\"message\"]") == *"/no/such/program"* ]]'
 x "$S2" '{"argv":["true"],"cwd":"/no/such/dir"}'
-check "exec in a cwd that does not exist: 400 bad-request" refused 400 bad-request
+check "exec in a cwd that does not exist: 400 bad-cwd (the directory, not the program)" \
+	eval 'refused 400 bad-cwd && is "d[\"error\"][\"message\"]" "working directory /no/such/dir: No such file or directory"'
 
 # 504: the agent of S3 is stopped (SIGSTOP from here); a command with
 # timeout_seconds 1 has no answer 10 s past it.
@@ -351,6 +352,9 @@ mark
 op PUT /v1/pools "${JS[@]}" "$POOLS1"
 check "PUT /v1/pools (keep: narrow; repl: 128 MiB; gone removed): 200" \
 	eval 'status 200 && is "sorted(p[\"name\"] for p in d[\"pools\"])" "[\"broken\", \"keep\", \"p\", \"private\", \"repl\", \"tiny\", \"trust_dir\", \"trust_host\"]"'
+check "... its diff: keep changed (policy; its warm one kept), repl changed (limits.memory_mb; its warm one replaced), gone removed (its warm one drained, its claim kept)" \
+	is '[(c["name"], c["change"], c.get("keys"), c["warm_drained"], c["claims_kept"]) for c in d["changes"] if c["name"] in ("keep", "repl", "gone")]' \
+	'[["keep", "changed", ["policy"], 0, 0], ["repl", "changed", ["limits.memory_mb"], 1, 0], ["gone", "removed", null, 1, 1]]'
 check "the log says gone is removed and draining" logged 'pool gone: removed; draining'
 check "the log says repl changed and its warm sandboxes are replaced" logged 'pool repl: changed; its warm sandboxes are replaced'
 check "... and says nothing of keep changing" eval '! since | grep -q "pool keep: changed"'

@@ -11,8 +11,8 @@
  *   anything else: an HTTP response: the head, then its body by its
  *        framing (an NDJSON body's lines as the exec stream's events).
  * Whatever the mode, every line of the text is also tried as an API
- * address (cli_url_parse), as base64, as an ID:PATH argument and through
- * the percent-encoder.
+ * address (cli_url_parse), as base64, as an ID:PATH argument, through
+ * the percent-encoder and as a line of /metrics (cli_metric_line_matches).
  *
  * Besides memory errors and leaks it checks the contracts:
  *  - the head parser gives the same answer fed in pieces as fed whole, and
@@ -244,6 +244,13 @@ line_check(const char *p, size_t n)
 
 	b64_check(s, n);
 	url_check(s);
+
+	/* a metrics line: the line is its own prefix unless it is another
+	 * comment; a prefix never matches beyond the n bytes given */
+	if (n > 0 && s[0] != '#' && !memchr(s, '\0', n))
+		CHECK(cli_metric_line_matches(s, n, s));
+	if (n > 1)
+		CHECK(!cli_metric_line_matches(s, n - 1, s) || strlen(s) < n);
 
 	if (cli_remote_parse(s, &idlen, &path)) {
 		CHECK(cli_id_valid(s, idlen) && s[idlen] == ':' && path == s + idlen + 1 &&

@@ -1044,11 +1044,53 @@ test_good_sluice_yaml(void **state)
 	free(buf);
 }
 
+/* sluice metrics PREFIX: which lines are the prefix's. Bad and edge
+ * lines first. */
+static void
+test_metric_lines(void **state)
+{
+	static const struct {
+		const char *line, *prefix;
+		bool want;
+	} cases[] = {
+		{ "", "sluice_", false },
+		{ "#", "sluice_", false },
+		{ "# HELP", "sluice_", false },
+		{ "# HELP ", "sluice_", false },
+		{ "# EOF", "sluice_", false },
+		{ "# a comment sluice_claims_total", "sluice_", false },
+		{ "#HELP sluice_claims_total x", "sluice_", false },
+		{ "sluice_claims_total 1", "", false },
+		{ "sluice_clai", "sluice_claims", false },
+		{ "other_total 1", "sluice_", false },
+		{ " sluice_claims_total 1", "sluice_", false },
+		{ "sluice_claims_total{pool=\"a\",tier=\"warm\"} 1", "sluice_claims", true },
+		{ "sluice_claims_total 1", "sluice_claims_total", true },
+		{ "# HELP sluice_claims_total Claims by pool and tier.", "sluice_claims", true },
+		{ "# TYPE sluice_claims_total counter", "sluice_claims", true },
+		{ "# TYPE sluice_boot_seconds histogram", "sluice_claims", false },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool got = cli_metric_line_matches(cases[i].line, strlen(cases[i].line),
+						   cases[i].prefix);
+
+		if (got != cases[i].want)
+			fail_msg("'%s' with prefix '%s': %d, wanted %d", cases[i].line,
+				 cases[i].prefix, got, cases[i].want);
+	}
+	/* n bounds the line: bytes past it are not looked at */
+	assert_false(cli_metric_line_matches("sluice_claims", 6, "sluice_claims"));
+	assert_true(cli_metric_line_matches("sluice_claimsXYZ", 13, "sluice_claims"));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		/* refused */
+		cmocka_unit_test(test_metric_lines),
 		cmocka_unit_test(test_bad_urls),
 		cmocka_unit_test(test_bad_base64),
 		cmocka_unit_test(test_bad_ids),
