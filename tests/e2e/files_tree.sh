@@ -40,7 +40,7 @@ daemon:
   fleet_teardown: true
   control_socket: off
   log: { level: info, format: text }
-api: { socket: $SOCK }
+api: { listen: off, socket: $SOCK }
 gateway:
   workers: 1
   listen: { forward: off, socks: off }
