@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,6 +16,35 @@
 #include "tarfs.h"
 
 /* ---- the walker ------------------------------------------------------- */
+
+/* Kernel pseudo file systems: their files lie about their sizes (or are
+ * endless), so a tree below "/" leaves them out (skipped). */
+static bool
+pseudo_fs(int fd)
+{
+	static const unsigned long magic[] = {
+		0x9fa0,         /* proc */
+		0x62656572,     /* sysfs */
+		0x64626720,     /* debugfs */
+		0x74726163,     /* tracefs */
+		0x73636673,     /* securityfs */
+		0x63677270,     /* cgroup2 */
+		0x27e0eb,       /* cgroup */
+		0xcafe4a11,     /* bpf */
+		0x6e736673,     /* nsfs */
+		0x42494e4d,     /* binfmt_misc */
+		0x1cd1,         /* devpts */
+		0x67596969,     /* rpc_pipefs */
+	};
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return false;
+	for (size_t i = 0; i < sizeof(magic) / sizeof(magic[0]); i++)
+		if ((unsigned long)sf.f_type == magic[i])
+			return true;
+	return false;
+}
 
 struct walk_level {
 	DIR *d;
@@ -180,6 +210,11 @@ next_entry(struct agent_tarfs_walk *w, char *err, size_t errsz)
 				    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd < 0 && errno == ENOENT)
 				continue;
+			if (fd >= 0 && pseudo_fs(fd)) {
+				close(fd);
+				w->st.skipped++;
+				continue;
+			}
 			if (fd < 0 || !(d = fdopendir(fd))) {
 				int e = errno;
 

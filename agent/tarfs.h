@@ -4,7 +4,9 @@
  *
  * The walker writes, below its root: regular files, directories and
  * symbolic links (stored as links, never followed), each with its mode
- * bits and mtime; sockets, devices and FIFOs are skipped and counted. A
+ * bits and mtime; sockets, devices and FIFOs are skipped and counted, and
+ * so are directories on kernel pseudo file systems (proc, sysfs, cgroup,
+ * devpts, ...: a tree of "/" leaves /proc and /sys out). A
  * file that changes size while it is read keeps its header's size (cut
  * or padded with zeros) and is counted as changed.
  *
