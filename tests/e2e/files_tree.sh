@@ -13,7 +13,9 @@
 # the API (a ../ name, an absolute name, a link then a file through it, a
 # hard link, a device) refused as bad-tar naming the entry, what came
 # before them written and nothing outside; a tree GET of a file is
-# not-a-directory, of nothing not-found.
+# not-a-directory, of nothing not-found; and a hostile sandbox (a fake
+# API on a unix socket) whose archives carry the same escapes: the
+# client refuses them and writes nothing outside its destination.
 # shellcheck disable=SC2016 # the checks' single-quoted expressions are eval'd later
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -246,6 +248,56 @@ req unix "" PUT "/v1/sandboxes/$ID/files?path=/tmp/gnu" -H 'Content-Type: applic
 	--data-binary "@$E2E_TMP/gnu.tar"
 check "a GNU-format archive with a long name: 201, counted" eval \
 	'status 201 && is "d[\"files\"]" 1 && is "d[\"path\"]" /tmp/gnu'
+
+# --- a hostile sandbox: the client extracts strictly too ----------------------------------
+# A fake API on a unix socket plays a sandbox whose agent was replaced: its
+# tree answers carry escapes. `sluice cp -r` must refuse each and write
+# nothing outside the destination.
+OUT=$E2E_TMP/outside
+mkdir -p "$OUT"
+FAKE=$E2E_TMP/fake.sock
+"$PY" - "$FAKE" "$OUT" <<'PY' 2>>"$E2E_TMP/fake.err" &
+import http.server, io, os, socketserver, sys, tarfile
+from urllib.parse import urlparse, parse_qs
+sock, out = sys.argv[1], sys.argv[2]
+def archive(kind):
+    b = io.BytesIO(); t = tarfile.open(fileobj=b, mode="w", format=tarfile.PAX_FORMAT)
+    def f(name, data=b"x"):
+        i = tarfile.TarInfo(name); i.size = len(data); t.addfile(i, io.BytesIO(data))
+    def l(name, target):
+        i = tarfile.TarInfo(name); i.type = tarfile.SYMTYPE; i.linkname = target; t.addfile(i)
+    f("before")
+    if kind == "dotdot": f("../outside/evil-dotdot")
+    if kind == "abs": f(out + "/evil-abs")
+    if kind == "through": l("lnk", out); f("lnk/evil-through")
+    t.close(); return b.getvalue()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        kind = parse_qs(urlparse(self.path).query)["path"][0].strip("/")
+        body = archive(kind)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-tar")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+    def address_string(self): return "fake"
+if os.path.exists(sock): os.unlink(sock)
+socketserver.UnixStreamServer(sock, H).serve_forever()
+PY
+track $!
+for _ in $(seq 50); do [ -S "$FAKE" ] && break; sleep 0.1; done
+for kind in dotdot abs through; do
+	rc=0
+	"$CLI" --api "unix:$FAKE" cp -r "fake:/$kind" "$E2E_TMP/dl-$kind" 2>"$E2E_TMP/dl-$kind.err" || rc=$?
+	check "a hostile sandbox's archive ($kind): cp -r exits 1, 'refused', naming the entry" \
+		eval '[ $rc = 1 ] && grep -q "refused: " "$E2E_TMP/dl-$kind.err" && grep -q "evil-$kind" "$E2E_TMP/dl-$kind.err"'
+	check "... and says how many entries it wrote before" \
+		grep -q "entries were written to $E2E_TMP/dl-$kind" "$E2E_TMP/dl-$kind.err"
+	check "... what came before is there" test -f "$E2E_TMP/dl-$kind/before"
+done
+check "nothing was written outside the destination ($(ls -A "$OUT" | tr '\n' ' '))" \
+	test -z "$(ls -A "$OUT")"
 
 # --- the stop ----------------------------------------------------------------------------
 kill -TERM "$PID"
