@@ -335,8 +335,9 @@ sl_files_cp_down(struct sl_opts *o, const char *id, const char *rpath, const cha
 	goto out;
 partial:
 	agent_tarfs_x_stats(x, &stats);
-	fwarn("cp: %llu entries were written to %s%s before that",
-	      (unsigned long long)stats.entries, dest, made ? " (made by this copy)" : "");
+	fwarn("cp: %llu %s written to %s%s before that", (unsigned long long)stats.entries,
+	      stats.entries == 1 ? "entry was" : "entries were", dest,
+	      made ? " (made by this copy)" : "");
 out:
 	agent_tarfs_x_free(x);
 	cli_conn_close(&c);
