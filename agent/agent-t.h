@@ -10,6 +10,9 @@
 
 #include "proto.h"
 
+struct agent_tarfs_walk;
+struct agent_tarfs_x;
+
 #define AGENT_MAX_STREAMS 64            /* open streams per connection */
 #define AGENT_RBUF 65536                /* bytes read from the host at once */
 #define AGENT_OUT_HIGH (512u * 1024)    /* stop producing data above this */
@@ -49,6 +52,8 @@ struct agent_stream {
 
 	/* read and write */
 	int file_fd;
+	struct agent_tarfs_walk *tarw;  /* tar_read: the tree being sent */
+	struct agent_tarfs_x *tarx;     /* tar_write: the extraction */
 	char *path;             /* write: final name */
 	char *tmp_path;         /* write: temporary name */
 	unsigned mode;

@@ -185,6 +185,7 @@ agent_stream_free(struct agent *a, struct agent_stream *s)
 	close_fd(&s->fd_err);
 	close_fd(&s->fd_in);
 	close_fd(&s->file_fd);
+	agent_tar_stream_fini(s);
 	if (s->tmp_path)
 		unlink(s->tmp_path);
 	free(s->tmp_path);
@@ -606,6 +607,8 @@ on_request(struct agent *a, const struct agent_frame *f)
 		{ AGENT_OP_MKDIR, agent_op_mkdir },
 		{ AGENT_OP_REMOVE, agent_op_remove },
 		{ AGENT_OP_CONFIGURE, agent_op_configure },
+		{ AGENT_OP_TAR_READ, agent_op_tar_read },
+		{ AGENT_OP_TAR_WRITE, agent_op_tar_write },
 	};
 	struct agent_stream *s;
 	char err[256];
@@ -653,11 +656,12 @@ on_hello(struct agent *a, const struct agent_frame *f, const char *type)
 	}
 	json_decref(j);
 	if (f->type == AGENT_FT_HELLO)
-		j = json_pack("{s:i, s:[s,s,s,s,s,s,s,s,s,s,s], s:i, s:i, s:i}",
+		j = json_pack("{s:i, s:[s,s,s,s,s,s,s,s,s,s,s,s,s], s:i, s:i, s:i}",
 			      AGENT_F_VERSION, AGENT_PROTO_VERSION,
 			      AGENT_F_CAPS, "exec", "stdin", "kill", "read",
 			      "write", "list", "stat", "mkdir", "remove",
-			      "window", AGENT_OP_CONFIGURE, AGENT_F_MAX_DATA,
+			      "window", AGENT_OP_CONFIGURE, AGENT_OP_TAR_READ,
+			      AGENT_OP_TAR_WRITE, AGENT_F_MAX_DATA,
 			      (json_int_t)AGENT_DATA_MAX, AGENT_F_MAX_CTRL,
 			      (json_int_t)AGENT_CTRL_MAX, AGENT_F_PID,
 			      (json_int_t)getpid());

@@ -234,4 +234,18 @@ void agent_write_in(struct agent *a, struct agent_stream *s,
  * when the stream ended (RESULT or ERROR sent, stream freed). */
 bool agent_read_pump(struct agent *a, struct agent_stream *s);
 
+/* ---- fstree.c --------------------------------------------------------- */
+
+/* tar_read, tar_write (proto.h): as the ops above. */
+void agent_op_tar_read(struct agent *a, uint32_t id, const struct json_t *req);
+void agent_op_tar_write(struct agent *a, uint32_t id, const struct json_t *req);
+/* A tar_read stream may send (s->tarw): one chunk within its window.
+ * True when the stream ended (RESULT or ERROR sent, stream freed). */
+bool agent_tar_read_pump(struct agent *a, struct agent_stream *s);
+/* A tar_write stream (s->tarx) got IN bytes (len 0: the end). */
+void agent_tar_write_in(struct agent *a, struct agent_stream *s, const uint8_t *p,
+			size_t len);
+/* Frees a stream's tar walk or extraction (agent_stream_free()). */
+void agent_tar_stream_fini(struct agent_stream *s);
+
 #endif

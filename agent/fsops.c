@@ -92,6 +92,21 @@ stat_json(const struct stat *st)
 			 "gid", (int)st->st_gid);
 }
 
+/* A link's target into e ("target"), read without following it. */
+static void
+link_target(json_t *e, const struct stat *st, int dfd, const char *name)
+{
+	char t[4097];
+	ssize_t n;
+
+	if (e == NULL || !S_ISLNK(st->st_mode))
+		return;
+	n = readlinkat(dfd, name, t, sizeof(t) - 1);
+	if (n < 0)
+		return;
+	json_object_set_new(e, AGENT_F_TARGET, json_stringn(t, (size_t)n));
+}
+
 /* ---- read -------------------------------------------------------------- */
 
 void
@@ -143,9 +158,12 @@ agent_read_pump(struct agent *a, struct agent_stream *s)
 {
 	size_t want = s->window < AGENT_DATA_MAX ? (size_t)s->window
 						 : AGENT_DATA_MAX;
-	uint8_t *buf = malloc(want);
+	uint8_t *buf;
 	ssize_t n;
 
+	if (s->tarw)
+		return agent_tar_read_pump(a, s);
+	buf = malloc(want);
 	if (buf == NULL)
 		return false;
 	do
@@ -244,6 +262,10 @@ agent_write_in(struct agent *a, struct agent_stream *s, const uint8_t *p,
 {
 	size_t off = 0;
 
+	if (s->tarx) {
+		agent_tar_write_in(a, s, p, len);
+		return;
+	}
 	if (len > s->in_credit) {
 		agent_send_error(a, s->id, AGENT_E_FLOW, 0,
 				 "write: data beyond the window");
@@ -330,6 +352,7 @@ agent_op_list(struct agent *a, uint32_t id, const json_t *req)
 		    0)
 			continue;       /* gone meanwhile */
 		e = stat_json(&st);
+		link_target(e, &st, dirfd(d), de->d_name);
 		json_object_set_new(e, AGENT_F_NAME,
 				    json_stringn(de->d_name,
 						 strlen(de->d_name)));
@@ -362,7 +385,12 @@ agent_op_stat(struct agent *a, uint32_t id, const json_t *req)
 		send_errno(a, id, errno, "stat", path);
 		return;
 	}
-	send_result(a, id, stat_json(&st));
+	{
+		json_t *j = stat_json(&st);
+
+		link_target(j, &st, AT_FDCWD, path);
+		send_result(a, id, j);
+	}
 }
 
 static int

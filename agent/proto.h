@@ -102,6 +102,7 @@ enum agent_frame_type {
 #define AGENT_F_TYPE "type"             /* stat, list entries */
 #define AGENT_F_MTIME "mtime"           /* stat, list entries: seconds */
 #define AGENT_F_NAME "name"             /* list entries */
+#define AGENT_F_TARGET "target"         /* list, stat: a link's target */
 #define AGENT_F_ENTRIES "entries"       /* list result: array */
 #define AGENT_F_MORE "more"             /* list result: more follow */
 #define AGENT_F_MESSAGE "message"       /* error: one line for people */
@@ -133,6 +134,19 @@ enum agent_frame_type {
 #define AGENT_OP_MKDIR "mkdir"
 #define AGENT_OP_REMOVE "remove"
 #define AGENT_OP_CONFIGURE "configure"
+/* tar_read {path, window}: OUT data is a POSIX ustar/pax archive of the
+ * directory tree at path (agent/tarfs.h: files, directories, symbolic
+ * links as links, modes, mtimes; sockets, devices and FIFOs skipped),
+ * then RESULT {size, entries, files, dirs, links, bytes, skipped,
+ * changed}. tar_write {path, create}: the host sends the archive as IN
+ * data (credit as for write) and the agent extracts it below path (made
+ * with its parents when "create" is true), strictly (agent/tar.h); RESULT
+ * {entries, files, dirs, links, bytes}, or ERROR "bad_tar" naming the
+ * entry ("entry") with the counts of what was extracted before it. */
+#define AGENT_OP_TAR_READ "tar_read"
+#define AGENT_OP_TAR_WRITE "tar_write"
+#define AGENT_F_CREATE "create"         /* tar_write: make path */
+#define AGENT_F_ENTRY "entry"           /* bad_tar error: the entry */
 
 /* configure's limits */
 #define AGENT_ENTROPY_MIN 16            /* bytes, decoded */
@@ -170,6 +184,8 @@ enum agent_frame_type {
 #define AGENT_E_IO "io"                       /* any other errno */
 #define AGENT_E_INVALID "invalid"             /* configure: a bad field,
 						 named in "field" */
+#define AGENT_E_BAD_TAR "bad_tar"             /* tar_write: the archive or
+						 an entry refused */
 #define AGENT_E_TIMEOUT "timeout"             /* host side: call timed out */
 #define AGENT_E_CLOSED "closed"               /* host side: connection gone */
 

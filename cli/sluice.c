@@ -16,14 +16,16 @@
 #include <unistd.h>
 
 #include "sluice.h"
+#include "sluice-int.h"
 
 const char usage_text[] =
 	"usage: sluice [--api URL|unix:PATH] [--json] COMMAND ...\n"
 	"  claim [--pool P] [--ttl S] [--env K=V]... [--label K=V]... [-q]\n"
-	"  ls\n"
+	"  ls [ID:PATH]                            (sandboxes, or a directory)\n"
 	"  show ID\n"
 	"  exec [--timeout S] [--env K=V]... [--cwd DIR] [--stdin] ID -- ARGV...\n"
 	"  cp LOCAL ID:PATH | ID:PATH LOCAL        (- for stdin/stdout)\n"
+	"  cp -r LOCALDIR ID:DIR | ID:DIR LOCALDIR (a tree: files, dirs, links)\n"
 	"  rm ID...\n"
 	"  pools get\n"
 	"  pools diff FILE.yaml                   (what apply would change; changes nothing)\n"
@@ -129,8 +131,11 @@ cmd_ls(struct sl_opts *o, int argc, char **argv)
 					      "STATE", "ADDRESS", "EXPIRES" };
 	static const char *const keys[] = { "id",    "pool",    "tenant",    "tier",
 					    "state", "address", "expires_at" };
-	int rc = no_operands(o, "ls", argc, argv);
+	int rc;
 
+	if (argc >= 2 && argc <= 3 && strchr(argv[argc - 1], ':') && argv[argc - 1][0] != '-')
+		return sl_files_ls(o, argc, argv);
+	rc = no_operands(o, "ls", argc, argv);
 	if (rc != 0)
 		return rc;
 	return list_table(o, "/v1/sandboxes", "sandboxes", header, keys, 7);
@@ -603,7 +608,7 @@ cp_download(struct sl_opts *o, const char *id, const char *rpath, const char *lo
 		goto out;
 	}
 	if (strcmp(c.resp.content_type, "application/json") == 0) {
-		warnx("cp: %s:%s is a directory; cp copies one file", id, rpath);
+		warnx("cp: %s:%s is a directory: use cp -r", id, rpath);
 		goto out;
 	}
 	if (dest) {
@@ -697,7 +702,7 @@ cp_upload(struct sl_opts *o, const char *local, const char *id, const char *rpat
 		goto out;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		warnx("cp: %s is a directory; cp copies one file", local);
+		warnx("cp: %s is a directory: use cp -r", local);
 		goto out;
 	}
 	if (S_ISREG(st.st_mode)) {
@@ -762,8 +767,12 @@ cmd_cp(struct sl_opts *o, int argc, char **argv)
 	char id[256];
 	int i = 1, k;
 
-	while ((k = next_opt(o, "cp", argc, argv, &i, NULL, &val)) >= 0)
-		;
+	static const struct sl_optspec specs[] = { { "--recursive", 'r', false },
+						   { NULL, 0, false } };
+	bool recursive = false;
+
+	while ((k = next_opt(o, "cp", argc, argv, &i, specs, &val)) >= 0)
+		recursive = true;
 	if (k == -2)
 		return EXIT_USAGE;
 	if (argc - i != 2)
@@ -780,11 +789,47 @@ cmd_cp(struct sl_opts *o, int argc, char **argv)
 	if (srem) {
 		memcpy(id, argv[i], sid);
 		id[sid] = '\0';
+		if (recursive)
+			return sl_files_cp_down(o, id, spath, argv[i + 1]);
 		return cp_download(o, id, spath, argv[i + 1]);
 	}
 	memcpy(id, argv[i + 1], did);
 	id[did] = '\0';
+	if (recursive)
+		return sl_files_cp_up(o, argv[i], id, dpath);
 	return cp_upload(o, argv[i], id, dpath);
+}
+
+/* ---- for files.c (sluice-int.h) -------------------------------------- */
+
+int
+sl_request(const struct sl_opts *o, struct cli_conn *c, const struct sl_req *r)
+{
+	return request(o, c, r);
+}
+
+int
+sl_api_fail(const struct sl_opts *o, struct cli_conn *c)
+{
+	return api_fail(o, c, NULL);
+}
+
+int
+sl_read_json(const struct sl_opts *o, struct cli_conn *c, struct json_t **out)
+{
+	return read_json(o, c, out);
+}
+
+void
+sl_print_json(const struct json_t *j)
+{
+	print_json(j);
+}
+
+int
+sl_usage_err(const char *msg)
+{
+	return usage_err("%s", msg);
 }
 
 

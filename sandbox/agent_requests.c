@@ -180,3 +180,26 @@ sbx_agent_list_entries(const json_t *lr)
 
 	return json_is_array(e) ? e : NULL;
 }
+
+json_t *
+sbx_agent_req_tar_read(const char *path)
+{
+	return path_req(AGENT_OP_TAR_READ, path);
+}
+
+json_t *
+sbx_agent_req_tar_write(const char *path, bool create)
+{
+	return json_pack("{s:s, s:s, s:b}", AGENT_F_OP, AGENT_OP_TAR_WRITE, AGENT_F_PATH, path,
+			 AGENT_F_CREATE, create);
+}
+
+bool
+sbx_agent_err_bad_tar(const char *code, const json_t *err, const char **entry)
+{
+	const char *e = json_string_value(json_object_get(err, AGENT_F_ENTRY));
+
+	if (entry)
+		*entry = e ? e : "";
+	return code && strcmp(code, AGENT_E_BAD_TAR) == 0;
+}

@@ -28,6 +28,15 @@ struct json_t *sbx_agent_req_list(const char *path);
 struct json_t *sbx_agent_req_read(const char *path);
 /* write: the host sends the contents; mode is the new file's bits. */
 struct json_t *sbx_agent_req_write(const char *path, unsigned mode);
+/* tar_read: the directory tree at path as a tar stream (OUT data, then a
+ * RESULT with counts). tar_write: the host sends a tar stream, extracted
+ * below path (made, with its parents, when create). */
+struct json_t *sbx_agent_req_tar_read(const char *path);
+struct json_t *sbx_agent_req_tar_write(const char *path, bool create);
+/* A tar_write ERROR event: true when its code says the archive (or an
+ * entry in it) was refused, not the file system; *entry (may be NULL)
+ * gets the entry it names (borrowed from err, "" when none). */
+bool sbx_agent_err_bad_tar(const char *code, const struct json_t *err, const char **entry);
 /* mkdir path; parents: like mkdir -p. */
 struct json_t *sbx_agent_req_mkdir(const char *path, bool parents);
 /* After a sandbox was parked (sbx_unpark()): "configure" with the time

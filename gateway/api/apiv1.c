@@ -12,6 +12,7 @@
 #include "agent_client.h"
 #include "agent_requests.h"
 #include "apiv1.h"
+#include "apiv1-int.h"
 #include "claims.h"
 #include "conf.h"
 #include "diff.h"
@@ -1280,6 +1281,8 @@ h_files_get(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		gw_api_reply_error(r, 400, "bad-request", "path: an absolute path is required");
 		return;
 	}
+	if (gw_apiv1_files_get_alt(v, r, i))
+		return;
 	if (use_or_reply(v, r, i, &u) < 0)
 		return;
 	req = sbx_agent_req_stat(path);
@@ -1439,6 +1442,8 @@ h_files_put(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		gw_api_reply_error(r, 400, "bad-request", "path: an absolute path is required");
 		return;
 	}
+	if (gw_apiv1_files_put_alt(v, r, i))
+		return;
 	if (mode_s) {
 		char *end;
 
@@ -1485,6 +1490,32 @@ h_files_put(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 		return;
 	}
 	gw_api_reply_json(r, 201, json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)s.bytes));
+}
+
+/* For files_tree.c (apiv1-int.h). */
+int
+gw_apiv1_use(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info *i,
+	     struct pool_use *u)
+{
+	return use_or_reply(v, r, i, u);
+}
+
+void
+gw_apiv1_unuse(struct gw_apiv1 *v, struct pool_use *u)
+{
+	pool_mgr_put(v->mgr, u);
+}
+
+int
+gw_apiv1_drive(struct sbx_agent_conn *c, int client, bool *done, void (*pump)(void *), void *parg)
+{
+	return drive(c, client, done, pump, parg);
+}
+
+void
+gw_apiv1_reply_agent_error(struct gw_api_req *r, int err, const char *msg)
+{
+	reply_agent_error(r, err, msg);
 }
 
 /* ---- operators -------------------------------------------------------- */

@@ -1,0 +1,43 @@
+/* apiv1-int.h: what the /v1 handlers in files beside apiv1.c share with
+ * it (files_tree.c). Not for anything outside gateway/api/. */
+#ifndef SLUICE_GW_APIV1_INT_H
+#define SLUICE_GW_APIV1_INT_H
+
+#include <stdbool.h>
+
+#include "api.h"
+
+struct gw_apiv1;
+struct pool_use;
+struct sbx_agent_conn;
+
+/* A tree below a directory, as application/x-tar, either way: at most
+ * this many bytes of archive (413 too-large beyond). */
+#define GW_TREE_MAX (4ull << 30)
+#define GW_TAR_TYPE "application/x-tar"
+
+/* ---- apiv1.c ---------------------------------------------------------- */
+
+/* Borrows the claim's agent (0), or answers why not (-errno). Give it
+ * back with gw_apiv1_unuse(). */
+int gw_apiv1_use(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info *i,
+		 struct pool_use *u);
+void gw_apiv1_unuse(struct gw_apiv1 *v, struct pool_use *u);
+/* Runs the agent connection until *done (see drive() in apiv1.c). */
+int gw_apiv1_drive(struct sbx_agent_conn *c, int client, bool *done, void (*pump)(void *),
+		   void *parg);
+/* Answers an agent's errno and message: 404, 400, 504 or 502. */
+void gw_apiv1_reply_agent_error(struct gw_api_req *r, int err, const char *msg);
+
+/* ---- files_tree.c ----------------------------------------------------- */
+
+/* GET .../files: the answer when the client asked for a tree (Accept:
+ * application/x-tar) or a stat (stat=1). True when it answered. */
+bool gw_apiv1_files_get_alt(struct gw_apiv1 *v, struct gw_api_req *r,
+			    const struct gw_api_req_info *i);
+/* PUT .../files: the answer when the body is a tree (Content-Type:
+ * application/x-tar). True when it answered. */
+bool gw_apiv1_files_put_alt(struct gw_apiv1 *v, struct gw_api_req *r,
+			    const struct gw_api_req_info *i);
+
+#endif
