@@ -16,6 +16,8 @@ in the documentation", is the reference:
     <!-- doc-test: config PATH -->         a YAML fragment, put at PATH
                                            (pools, policies[0].credentials)
                                            of conf/sluice.yaml, then checked
+    (config takes expect: and status: too: a file that must be refused,
+    its messages with the file named sluice.yaml)
 
 usage:
   doc_examples.py list FILE|DIR...
@@ -173,15 +175,23 @@ def check_configs(files, sluiced, base_path):
                     fh.write("doc-test-file-value\n")
                 return "${file:" + p + "}"
             text = re.sub(r"\$\{file:([^}]*)\}", to_file, text)
-            conf = os.path.join(tmp, "example.yaml")
+            conf = os.path.join(tmp, "sluice.yaml")
             with open(conf, "w", encoding="utf-8") as fh:
                 fh.write(text)
             p = subprocess.run([sluiced, "--check", conf], env=env, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            if p.returncode != 0:
+            # the messages as a reader's file would give them
+            out = p.stdout.replace(conf, "sluice.yaml")
+            problems = [f"no line matches /{e}/" for e in b["expect"]
+                        if not re.search(e, out, re.M)]
+            if p.returncode != b["status"]:
+                problems.insert(0, f"exits {p.returncode}, not {b['status']}")
+            if problems:
                 bad += 1
-                print(f"FAIL {where}: sluiced --check exits {p.returncode}")
-                print("    " + p.stdout.rstrip("\n").replace("\n", "\n    "))
+                print(f"FAIL {where}: sluiced --check " + "; ".join(problems))
+                print("    " + out.rstrip("\n").replace("\n", "\n    "))
+            elif b["status"]:
+                print(f"ok   {where}: sluiced --check refuses it as shown")
             else:
                 print(f"ok   {where}: sluiced --check accepts it"
                       + (f" (at {b['arg']} of {base_path})" if b["arg"] else ""))

@@ -25,6 +25,7 @@
 #     and "ip -n sluice " replaced by the test's.
 # Also checked here: the CA is created at the first start (docs/config.md,
 # certs), its key 0600.
+# shellcheck disable=SC2016 # the checks' single-quoted expressions are eval'd later
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
 
