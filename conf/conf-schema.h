@@ -27,6 +27,13 @@ struct ctx {
 	size_t npaths;
 };
 
+/* NULL in the daemon. When set (tests/docs/conf_keys_dump.c only, before
+ * any load, single-threaded), cs_expect_map() calls it with the path
+ * ("pools[0].limits") and the NULL-terminated accepted keys of every mapping
+ * it checks: the schema as the code has it, for the test that compares it
+ * with docs/config.md. */
+extern void (*cs_schema_probe)(const char *path, const char *const *keys);
+
 void cs_err_at(struct ctx *x, const struct cy_node *n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 struct conf_pos cs_pos_of(const struct cy_node *n);

@@ -193,6 +193,8 @@ cs_map_get(const struct cy_node *m, const char *key)
 	return NULL;
 }
 
+void (*cs_schema_probe)(const char *path, const char *const *keys);
+
 /* Checks that n is a mapping (or null: all defaults) whose keys are all in
  * `keys` (NULL-terminated). Returns false if n is unusable. */
 bool
@@ -207,6 +209,8 @@ cs_expect_map(struct ctx *x, const struct cy_node *n, const char *path,
 		cs_err_at(x, n, "%s: expected a mapping, got %s", path, kind_name(n));
 		return false;
 	}
+	if (cs_schema_probe)
+		cs_schema_probe(path, keys);
 	while (keys[nkeys])
 		nkeys++;
 	for (size_t i = 0; i < n->n; i++) {
