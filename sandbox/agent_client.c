@@ -567,6 +567,23 @@ sbx_agent_call_kill(struct sbx_agent_call *k, int sig)
 	return out_frame(k->c, AGENT_FT_KILL, k->id, body, (size_t)n);
 }
 
+int
+sbx_agent_call_resize(struct sbx_agent_call *k, unsigned rows, unsigned cols)
+{
+	char body[64];
+	int n, rc;
+
+	if (k->done || k->c->dead)
+		return -EPIPE;
+	if (rows < 1 || rows > 65535 || cols < 1 || cols > 65535)
+		return -EINVAL;
+	if ((rc = promote(k->c, k)) < 0)
+		return rc;
+	n = snprintf(body, sizeof(body), "{\"%s\":%u,\"%s\":%u}", AGENT_F_ROWS, rows,
+		     AGENT_F_COLS, cols);
+	return out_frame(k->c, AGENT_FT_RESIZE, k->id, body, (size_t)n);
+}
+
 void
 sbx_agent_call_cancel(struct sbx_agent_call *k)
 {
