@@ -19,6 +19,7 @@
 
 #include "cli_http.h"
 #include "cli_util.h"
+#include "exec_stream.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0"
@@ -54,6 +55,8 @@ static const char usage_text[] =
 	"  ls\n"
 	"  show ID\n"
 	"  exec [--timeout S] [--env K=V]... [--cwd DIR] [--stdin] ID -- ARGV...\n"
+	"  exec -i|-t|-it|--detach [--timeout S] [--env K=V]... [--cwd DIR] ID -- ARGV...\n"
+	"  shell [--env K=V]... [--cwd DIR] ID     (a login shell, as exec -it)\n"
 	"  cp LOCAL ID:PATH | ID:PATH LOCAL        (- for stdin/stdout)\n"
 	"  rm ID...\n"
 	"  pools get\n"
@@ -1218,6 +1221,21 @@ exec_buffered(struct sl_exec *x, struct cli_conn *c)
 	return rc;
 }
 
+/* exec -i/-t/--detach and shell: exec_stream.c */
+static int
+cmd_stream(struct sl_opts *o, const char *cmd, int argc, char **argv)
+{
+	struct cli_xs_opts xo = { o->api, &o->url, o->token, o->json };
+
+	return cli_xs_main(&xo, cmd, argc, argv);
+}
+
+static int
+cmd_shell(struct sl_opts *o, int argc, char **argv)
+{
+	return cmd_stream(o, "shell", argc, argv);
+}
+
 static int
 cmd_exec(struct sl_opts *o, int argc, char **argv)
 {
@@ -1237,6 +1255,12 @@ cmd_exec(struct sl_opts *o, int argc, char **argv)
 
 	if (!body || !env || !args)
 		oom();
+	if (cli_xs_wanted(argc, argv)) {
+		json_decref(body);
+		json_decref(env);
+		json_decref(args);
+		return cmd_stream(o, "exec", argc, argv);
+	}
 	while ((k = next_opt(o, "exec", argc, argv, &i, specs, &val)) >= 0) {
 		long long t;
 
@@ -1810,7 +1834,7 @@ main(int argc, char **argv)
 	} cmds[] = {
 		{ "claim", cmd_claim }, { "ls", cmd_ls },       { "show", cmd_show },
 		{ "exec", cmd_exec },   { "cp", cmd_cp },       { "rm", cmd_rm },
-		{ "pools", cmd_pools }, { "info", cmd_info },
+		{ "pools", cmd_pools }, { "info", cmd_info },   { "shell", cmd_shell },
 	};
 	struct sl_opts o = { 0 };
 	const char *api = NULL;

@@ -12,6 +12,7 @@
 #include "agent_client.h"
 #include "agent_requests.h"
 #include "apiv1.h"
+#include "wsexec.h"
 #include "claims.h"
 #include "conf.h"
 #include "fleet.h"
@@ -864,6 +865,19 @@ use_or_reply(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_i
 		gw_api_reply_error(r, 409, "sandbox-ended", "sandbox %s has been released or reaped",
 				   i->id);
 	return rc;
+}
+
+int
+gw_apiv1_use(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info *i,
+	     struct pool_use *u)
+{
+	return use_or_reply(v, r, i, u);
+}
+
+void
+gw_apiv1_put(struct gw_apiv1 *v, struct pool_use *u)
+{
+	pool_mgr_put(v->mgr, u);
 }
 
 /* ---- exec ------------------------------------------------------------- */
@@ -1742,6 +1756,7 @@ const struct gw_api_route gw_apiv1_routes[] = {
 	{ "DELETE", "/v1/sandboxes/{id}", false, false, h_release },
 	{ "PUT", "/v1/sandboxes/{id}/credentials", false, false, h_creds },
 	{ "POST", "/v1/sandboxes/{id}/exec", false, false, h_exec },
+	{ "GET", "/v1/sandboxes/{id}/exec/stream", false, true, gw_wsx_handler },
 	{ "GET", "/v1/sandboxes/{id}/files", false, false, h_files_get },
 	{ "PUT", "/v1/sandboxes/{id}/files", false, true, h_files_put },
 	{ "GET", "/v1/pools", true, false, h_pools_get },
