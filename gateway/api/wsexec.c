@@ -457,6 +457,9 @@ run(struct wsx *w)
 		now = sbx_agent_now_ms();
 		if (dl >= 0 && dl - now < timeout)
 			timeout = dl <= now ? 0 : (int)(dl - now);
+		/* messages read and not handled yet: no waiting */
+		if (w->pend_len == 0 && w->rpos < w->rlen && w->wlen < WQ_HIGH)
+			timeout = 0;
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents & (POLLIN | POLLHUP | POLLERR))
