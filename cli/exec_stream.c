@@ -356,8 +356,7 @@ session(struct xs *x, struct cli_ws *w)
 	for (;;) {
 		struct pollfd p[3] = { { .fd = w->fd, .events = POLLIN },
 				       { .fd = sig_pipe[0], .events = POLLIN },
-				       { .fd = in_open && w->wlen < QUEUE_HIGH ? 0 : -1,
-					 .events = POLLIN } };
+				       { .fd = -1, .events = POLLIN } };
 		struct ws_msg m;
 		enum ws_rx_result r;
 
@@ -404,6 +403,9 @@ session(struct xs *x, struct cli_ws *w)
 		}
 		if (w->wlen > 0)
 			p[0].events |= POLLOUT;
+		/* stdin only while the queue has room (after the flush) */
+		if (in_open && w->wlen < QUEUE_HIGH)
+			p[2].fd = 0;
 		if (poll(p, 3, -1) < 0 && errno != EINTR)
 			goto out;
 		if (p[1].revents & POLLIN) {

@@ -568,6 +568,28 @@ sbx_agent_call_kill(struct sbx_agent_call *k, int sig)
 }
 
 int
+sbx_agent_flush_sync(struct sbx_agent_conn *c, int timeout_ms)
+{
+	int64_t end = sbx_agent_now_ms() + timeout_ms;
+
+	for (;;) {
+		int64_t dl, left = end - sbx_agent_now_ms();
+		struct pollfd p = { .fd = sbx_agent_fd_of(c) };
+		int rc;
+
+		p.events = sbx_agent_want(c, &dl) & POLLOUT;
+		if (!p.events)
+			return 0;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+			return -errno;
+		if ((rc = sbx_agent_process(c, p.revents, sbx_agent_now_ms())) < 0)
+			return rc;
+	}
+}
+
+int
 sbx_agent_call_resize(struct sbx_agent_call *k, unsigned rows, unsigned cols)
 {
 	char body[64];

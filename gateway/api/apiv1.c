@@ -1154,13 +1154,17 @@ h_exec(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 			sbx_agent_call_cancel(s.call);
 		s.call = NULL;
 		if (rc == -ECONNRESET) {
-			/* The client left: the command was killed with the
-			 * call; nobody is there to answer. */
+			/* The client left: the command is killed with the
+			 * call (its cancel sent now); nobody is there to
+			 * answer. */
+			sbx_agent_flush_sync(u.agent, 1000);
 			s.client_gone = true;
 			pool_mgr_put(v->mgr, &u);
 			goto out;
 		}
 	}
+	if (s.client_gone)
+		sbx_agent_flush_sync(u.agent, 1000); /* the cancel, before the next user */
 	pool_mgr_put(v->mgr, &u);
 	if (s.stream) {
 		json_t *ev;

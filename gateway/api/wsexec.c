@@ -159,7 +159,9 @@ wq_drain(struct wsx *w, int ms)
 {
 	int64_t end = sbx_agent_now_ms() + ms;
 
-	while (w->wlen > 0 && !w->gone) {
+	/* (also when the client is gone: a close may be owed to it; a
+	 * failed send empties the queue) */
+	while (w->wlen > 0) {
 		struct pollfd p = { .fd = w->fd, .events = POLLOUT };
 		int64_t left = end - sbx_agent_now_ms();
 
@@ -626,9 +628,11 @@ gw_wsx_handler(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	}
 	json_decref(req);
 	if (w->call) {
-		/* the client left while the command ran: it is killed */
+		/* the client left while the command ran: it is killed (the
+		 * cancel must reach the agent before the sandbox is free) */
 		sbx_agent_call_cancel(w->call);
 		w->call = NULL;
+		sbx_agent_flush_sync(u.agent, 1000);
 		gw_log_debug("api: exec stream of %s: the client left; its command was killed",
 			     i->id);
 	}

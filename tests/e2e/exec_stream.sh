@@ -74,7 +74,8 @@ certs: { ca_cert: $E2E_TMP/ca.pem, ca_key: $E2E_TMP/ca.key }
 YAML
 
 dump_log() { echo "--- the daemon's log (last 60 lines):" >&2; tail -n 60 "$LOG" >&2; }
-T "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>>"$LOG" &
+# nsenter itself (not a function in a subshell): $! is the daemon
+nsenter --net="/run/netns/$gw" "$SLUICED" --config "$E2E_TMP/sluice.yaml" 2>>"$LOG" &
 PID=$!
 track "$PID"
 if ! wait_for "$LOG" "sluiced [0-9.]+ started" 10 || ! for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done; then
@@ -172,9 +173,11 @@ else
 fi
 
 # --- refusals -------------------------------------------------------------------
-hs() { # status and body of a handshake with extra curl args
+hs() { # TOKEN CURL-ARGS...: the status of a handshake (body, head in files)
+	local auth=()
+	[ -n "$1" ] && auth=(-H "Authorization: Bearer $1")
 	T curl -sS -m 10 -o "$E2E_TMP/hs.body" -D "$E2E_TMP/hs.hdr" -w '%{http_code}' \
-		-H "Authorization: Bearer $1" "${@:2}" "$TCP/v1/sandboxes/$ID/exec/stream" || true
+		"${auth[@]}" "${@:2}" "$TCP/v1/sandboxes/$ID/exec/stream" || true
 }
 WSH=(-H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==')
 ST=$(hs "$ACME")

@@ -29,10 +29,10 @@ async def run():
     import websockets
 
     hdrs = {"Authorization": "Bearer " + token}
-    try:
-        conn = websockets.connect(url, additional_headers=hdrs, subprotocols=["sluice.exec.v1"])
-    except TypeError:
-        conn = websockets.connect(url, extra_headers=hdrs, subprotocols=["sluice.exec.v1"])
+    # the header argument's name changed in websockets 14
+    major = int(websockets.__version__.split(".")[0])
+    kw = {"additional_headers" if major >= 14 else "extra_headers": hdrs}
+    conn = websockets.connect(url, subprotocols=["sluice.exec.v1"], **kw)
     async with conn as ws:
         step(ws.subprotocol == "sluice.exec.v1", "the subprotocol offered is chosen", ws.subprotocol)
         await ws.send(json.dumps({"type": "exec", "argv": ["sh", "-c", "cat; echo err >&2; exit 3"]}))
