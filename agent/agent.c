@@ -272,8 +272,6 @@ op_exec(struct agent *a, uint32_t id, const json_t *req)
 	json_t *jstdin = json_object_get(req, AGENT_F_STDIN);
 	json_t *jto = json_object_get(req, AGENT_F_TIMEOUT_MS);
 	json_t *jwin = json_object_get(req, AGENT_F_WINDOW);
-	json_t *jpty = json_object_get(req, AGENT_F_PTY);
-	json_t *jdet = json_object_get(req, AGENT_F_DETACH);
 	const char **argv = NULL, **set = NULL;
 	char slave[64];
 	int master = -1;
@@ -339,19 +337,7 @@ op_exec(struct agent *a, uint32_t id, const json_t *req)
 				 "1..%u", AGENT_WINDOW_MAX);
 		goto out;
 	}
-	if ((jpty && !json_is_boolean(jpty)) || (jdet && !json_is_boolean(jdet))) {
-		agent_send_error(a, id, AGENT_E_BAD_REQUEST, 0,
-				 "exec: \"pty\" and \"detach\" must be booleans");
-		goto out;
-	}
-	pty = json_is_true(jpty);
-	detach = json_is_true(jdet);
-	if (pty && detach) {
-		agent_send_error(a, id, AGENT_E_BAD_REQUEST, 0,
-				 "exec: a detached command has no terminal");
-		goto out;
-	}
-	if (pty && agent_winsize_get(req, false, &rows, &cols, err, sizeof(err)) < 0) {
+	if (agent_exec_mode(req, &pty, &detach, &rows, &cols, err, sizeof(err)) < 0) {
 		agent_send_error(a, id, AGENT_E_BAD_REQUEST, 0, "exec: %s", err);
 		goto out;
 	}
@@ -436,18 +422,9 @@ op_exec(struct agent *a, uint32_t id, const json_t *req)
 	}
 	e = 0;
 	if (detach) {
-		json_t *j = json_pack("{s:i}", AGENT_F_PID, (json_int_t)pid);
-
-		agent_send_json(a, AGENT_FT_STARTED, id, j);
-		json_decref(j);
-		j = json_pack("{s:i, s:b}", AGENT_F_PID, (json_int_t)pid, AGENT_F_DETACHED, 1);
-		agent_send_json(a, AGENT_FT_RESULT, id, j);
-		json_decref(j);
 		close_fd(&out[1]);
 		close_fd(&errp[1]);
-		/* forgotten, not killed: reap() collects it when it ends */
-		s->pid = 0;
-		agent_stream_free(a, s);
+		agent_exec_detached(a, s); /* started, result; s is freed */
 		goto out;
 	}
 	if (pty) {

@@ -173,6 +173,14 @@ void agent_stream_free(struct agent *a, struct agent_stream *s);
  * *cols are left as they are. 0, or -EINVAL with a line in err. Pure. */
 int agent_winsize_get(const struct json_t *j, bool required, unsigned *rows, unsigned *cols,
 		      char *err, size_t errsz);
+/* An exec request's "pty", "detach", "rows" and "cols": booleans, not
+ * both, a size only with a pty (agent_winsize_get; *rows and *cols keep
+ * their defaults when absent). 0, or -EINVAL with a line in err. Pure. */
+int agent_exec_mode(const struct json_t *req, bool *pty, bool *detach, unsigned *rows,
+		    unsigned *cols, char *err, size_t errsz);
+/* A detached exec has started (s->pid): answers STARTED and RESULT
+ * {"pid", "detached": true} and frees s without killing the command. */
+void agent_exec_detached(struct agent *a, struct agent_stream *s);
 /* A new pty of that size: the master (close-on-exec) and the slave's
  * path. 0 or -errno. */
 int agent_pty_open(unsigned rows, unsigned cols, int *master, char *slave, size_t cap);

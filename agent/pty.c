@@ -50,6 +50,45 @@ agent_winsize_get(const json_t *j, bool required, unsigned *rows, unsigned *cols
 }
 
 int
+agent_exec_mode(const json_t *req, bool *pty, bool *detach, unsigned *rows, unsigned *cols,
+		char *err, size_t errsz)
+{
+	const json_t *jp = json_object_get(req, AGENT_F_PTY);
+	const json_t *jd = json_object_get(req, AGENT_F_DETACH);
+
+	if ((jp && !json_is_boolean(jp)) || (jd && !json_is_boolean(jd))) {
+		snprintf(err, errsz, "\"pty\" and \"detach\" must be booleans");
+		return -EINVAL;
+	}
+	*pty = json_is_true(jp);
+	*detach = json_is_true(jd);
+	if (*pty && *detach) {
+		snprintf(err, errsz, "a detached command has no terminal");
+		return -EINVAL;
+	}
+	if (!*pty && (json_object_get(req, AGENT_F_ROWS) || json_object_get(req, AGENT_F_COLS))) {
+		snprintf(err, errsz, "\"rows\" and \"cols\" only with \"pty\"");
+		return -EINVAL;
+	}
+	return *pty ? agent_winsize_get(req, false, rows, cols, err, errsz) : 0;
+}
+
+void
+agent_exec_detached(struct agent *a, struct agent_stream *s)
+{
+	json_t *j = json_pack("{s:i}", AGENT_F_PID, (json_int_t)s->pid);
+
+	agent_send_json(a, AGENT_FT_STARTED, s->id, j);
+	json_decref(j);
+	j = json_pack("{s:i, s:b}", AGENT_F_PID, (json_int_t)s->pid, AGENT_F_DETACHED, 1);
+	agent_send_json(a, AGENT_FT_RESULT, s->id, j);
+	json_decref(j);
+	/* forgotten, not killed: reap() collects it when it ends */
+	s->pid = 0;
+	agent_stream_free(a, s);
+}
+
+int
 agent_pty_open(unsigned rows, unsigned cols, int *master, char *slave, size_t cap)
 {
 	struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };

@@ -64,6 +64,43 @@ test_winsize(void **st)
 	assert_int_equal(c, 65535);
 }
 
+static int
+mode(const char *text, bool *pty, bool *det, unsigned *r, unsigned *c)
+{
+	char err[256] = "";
+	json_t *j = json_loads(text, 0, NULL);
+	int rc;
+
+	assert_non_null(j);
+	rc = agent_exec_mode(j, pty, det, r, c, err, sizeof(err));
+	if (rc < 0)
+		assert_true(strlen(err) > 0);
+	json_decref(j);
+	return rc;
+}
+
+static void
+test_exec_mode(void **st)
+{
+	bool pty = false, det = false;
+	unsigned r = 24, c = 80;
+
+	(void)st;
+	assert_int_equal(mode("{\"pty\": 1}", &pty, &det, &r, &c), -EINVAL);
+	assert_int_equal(mode("{\"detach\": \"yes\"}", &pty, &det, &r, &c), -EINVAL);
+	assert_int_equal(mode("{\"pty\": true, \"detach\": true}", &pty, &det, &r, &c), -EINVAL);
+	assert_int_equal(mode("{\"rows\": 10}", &pty, &det, &r, &c), -EINVAL);
+	assert_int_equal(mode("{\"pty\": true, \"cols\": 0}", &pty, &det, &r, &c), -EINVAL);
+	assert_int_equal(mode("{}", &pty, &det, &r, &c), 0);
+	assert_false(pty || det);
+	assert_int_equal(mode("{\"detach\": true}", &pty, &det, &r, &c), 0);
+	assert_true(det);
+	assert_int_equal(mode("{\"pty\": true, \"rows\": 5}", &pty, &det, &r, &c), 0);
+	assert_true(pty);
+	assert_int_equal(r, 5);
+	assert_int_equal(c, 80);
+}
+
 static void
 test_pty_real(void **st)
 {
@@ -111,6 +148,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_winsize),
+		cmocka_unit_test(test_exec_mode),
 		cmocka_unit_test(test_pty_real),
 	};
 
