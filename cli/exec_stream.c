@@ -135,11 +135,17 @@ parse(struct xs *x, const char *cmd, int argc, char **argv)
 	int i;
 
 	x->start = json_pack("{s:s}", "type", "exec");
-	for (i = 1; i < argc; i++) {
+	/* options before or after the ID, up to "--" */
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		const char *a = argv[i];
 
-		if (strcmp(a, "--") == 0 || a[0] != '-' || a[1] == 0)
-			break;
+		if (a[0] != '-' || a[1] == 0) {
+			if (x->id)
+				return usage(cmd, "'%s': put -- between the sandbox ID and the command",
+					     a);
+			x->id = a;
+			continue;
+		}
 		if (strcmp(a, "--interactive") == 0) {
 			x->in = true;
 		} else if (strcmp(a, "--tty") == 0) {
@@ -179,16 +185,13 @@ parse(struct xs *x, const char *cmd, int argc, char **argv)
 	}
 	if (shell)
 		x->in = x->tty = true;
-	if (i >= argc || strcmp(argv[i], "--") == 0)
+	if (!x->id)
 		return usage(cmd, "%s", "give a sandbox ID");
-	x->id = argv[i++];
 	if (!cli_id_valid(x->id, strlen(x->id)))
 		return usage(cmd, "'%s' is not a sandbox id ([A-Za-z0-9_-]+)", x->id);
-	if (i < argc && strcmp(argv[i], "--") == 0) {
-		i++;
-	} else if (i < argc) {
-		return usage(cmd, "'%s': put -- between the sandbox ID and the command", argv[i]);
-	}
+	if (i >= argc && !shell)
+		return usage(cmd, "%s", "no command: put -- and the command after the sandbox ID");
+	i++; /* the "--" */
 	if (i >= argc && !shell)
 		return usage(cmd, "%s", "no command after --");
 	if (i >= argc) {
@@ -209,8 +212,8 @@ parse(struct xs *x, const char *cmd, int argc, char **argv)
 		return usage(cmd, "%s", "--detach takes no -i or -t: a detached command has no "
 					"input or terminal");
 	if (x->tty && !isatty(0))
-		return usage(cmd, "%s", "-t: standard input is not a terminal (use -i alone for "
-					"pipes)");
+		return usage(cmd, "%s", "standard input is not a terminal, which -t and shell need "
+					"(use exec -i for pipes)");
 	json_object_set_new(x->start, "argv", av);
 	if (json_object_size(env))
 		json_object_set_new(x->start, "env", env);
