@@ -14,7 +14,7 @@ PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev
 PKGS_TEST="curl wget git python3 iproute2 procps nftables nginx-light openssl util-linux
   dnsmasq-base nghttp2-client busybox-static netcat-openbsd openssh-client openssh-server
   qemu-system-x86 erofs-utils cpio kmod xz-utils zstd lz4
-  python3-requests python3-socks python3-botocore python3-yaml nodejs npm"
+  python3-requests python3-socks python3-botocore python3-yaml python3-websockets nodejs npm"
 # Only ./build.sh bench installs these: the proxies sluice is compared with.
 # squid-openssl is squid built with TLS (ssl-bump, security_file_certgen);
 # it replaces the squid package (they conflict) and serves forward.sh too.

@@ -20,6 +20,8 @@ struct agent_tarfs_x;
 #define AGENT_DRAIN_MS 250              /* pipe grace after a child exits */
 #define AGENT_LISTEN_PAUSE_MS 100       /* accept out of descriptors: look again */
 #define AGENT_STDIN_BUF (256u * 1024)   /* stdin credit granted at once */
+#define AGENT_PTY_ROWS 24               /* a pty's size when none is asked */
+#define AGENT_PTY_COLS 80
 
 enum agent_stream_kind {
 	AGENT_SK_FREE = 0,
@@ -47,6 +49,7 @@ struct agent_stream {
 	bool exited;
 	int status;             /* from waitpid */
 	bool timed_out;
+	bool pty;               /* fd_out is a pty's master, fd_in a dup */
 	int64_t deadline;       /* kill at this time (ms), 0 = none */
 	int64_t drain_deadline; /* close pipes at this time after exit */
 

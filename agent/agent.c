@@ -210,8 +210,8 @@ nstreams(const struct agent *a)
 /* The child side of fork: never returns. Reports a failure as an errno
  * on errfd (close-on-exec, so success closes it silently). */
 static void __attribute__((noreturn))
-child(int in, int out, int errp, int errfd, const char *cwd, char **argv,
-      char **env)
+child(int in, int out, int errp, int errfd, const char *slave, const char *cwd,
+      char **argv, char **env)
 {
 	sigset_t none;
 	int e;
@@ -225,8 +225,15 @@ child(int in, int out, int errp, int errfd, const char *cwd, char **argv,
 	signal(SIGINT, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
 	setsid();
-	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errp, 2) < 0)
+	if (slave) {
+		/* a terminal: fds 0-2 and the controlling tty */
+		if ((e = agent_pty_attach(slave)) < 0) {
+			errno = -e;
+			goto fail;
+		}
+	} else if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errp, 2) < 0) {
 		goto fail;
+	}
 	if (chdir(cwd) < 0) {
 		e = -errno;     /* negative: the working directory, not the program */
 		goto report;
@@ -270,6 +277,10 @@ op_exec(struct agent *a, uint32_t id, const json_t *req)
 	json_t *jto = json_object_get(req, AGENT_F_TIMEOUT_MS);
 	json_t *jwin = json_object_get(req, AGENT_F_WINDOW);
 	const char **argv = NULL, **set = NULL;
+	char slave[64];
+	int master = -1;
+	unsigned rows = AGENT_PTY_ROWS, cols = AGENT_PTY_COLS;
+	bool pty, detach;
 	char **env = NULL;
 	size_t argc = 0, nset = 0;
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 };
@@ -330,11 +341,15 @@ op_exec(struct agent *a, uint32_t id, const json_t *req)
 				 "1..%u", AGENT_WINDOW_MAX);
 		goto out;
 	}
+	if (agent_exec_mode(req, &pty, &detach, &rows, &cols, err, sizeof(err)) < 0) {
+		agent_send_error(a, id, AGENT_E_BAD_REQUEST, 0, "exec: %s", err);
+		goto out;
+	}
 	if (jto)
 		timeout = json_integer_value(jto);
 	if (jwin)
 		window = json_integer_value(jwin);
-	want_stdin = json_is_true(jstdin);
+	want_stdin = json_is_true(jstdin) && !detach;
 	if ((a->defaults->env
 		     ? agent_env_build_over(a->defaults->env,
 					    a->defaults->ca_dir, set, nset,
@@ -352,12 +367,28 @@ op_exec(struct agent *a, uint32_t id, const json_t *req)
 				 AGENT_MAX_STREAMS);
 		goto out;
 	}
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    pipe2(ep, O_CLOEXEC) < 0) {
+	if (pipe2(ep, O_CLOEXEC) < 0) {
 		e = errno;
 		goto fail;
 	}
-	if (want_stdin) {
+	if (pty) {
+		if ((e = -agent_pty_open(rows, cols, &master, slave, sizeof(slave))) > 0)
+			goto fail;
+	} else if (detach) {
+		/* nobody reads a detached command's output: it is dropped */
+		out[1] = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		errp[1] = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (out[1] < 0 || errp[1] < 0) {
+			e = errno;
+			goto fail;
+		}
+	} else if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		e = errno;
+		goto fail;
+	}
+	if (pty) {
+		/* the terminal is stdin; IN frames go to its master */
+	} else if (want_stdin) {
 		if (pipe2(in, O_CLOEXEC) < 0) {
 			e = errno;
 			goto fail;
@@ -375,7 +406,7 @@ op_exec(struct agent *a, uint32_t id, const json_t *req)
 		goto fail;
 	}
 	if (pid == 0)
-		child(in[0], out[1], errp[1], ep[1],
+		child(in[0], out[1], errp[1], ep[1], pty ? slave : NULL,
 		      jcwd ? json_string_value(jcwd)
 			   : a->defaults->cwd ? a->defaults->cwd : "/",
 		      (char **)(uintptr_t)argv, env);
@@ -394,11 +425,29 @@ op_exec(struct agent *a, uint32_t id, const json_t *req)
 		goto fail;
 	}
 	e = 0;
-	s->fd_out = out[0];
-	s->fd_err = errp[0];
-	s->fd_in = in[1];
+	if (detach) {
+		close_fd(&out[1]);
+		close_fd(&errp[1]);
+		agent_exec_detached(a, s); /* started, result; s is freed */
+		goto out;
+	}
+	if (pty) {
+		s->pty = true;
+		s->fd_out = master;
+		master = -1;
+		if (want_stdin && (s->fd_in = fcntl(s->fd_out, F_DUPFD_CLOEXEC, 3)) < 0) {
+			e = errno;
+			kill(-pid, SIGKILL);
+			goto fail;
+		}
+	} else {
+		s->fd_out = out[0];
+		s->fd_err = errp[0];
+		s->fd_in = in[1];
+	}
 	fcntl(s->fd_out, F_SETFL, O_NONBLOCK);
-	fcntl(s->fd_err, F_SETFL, O_NONBLOCK);
+	if (s->fd_err >= 0)
+		fcntl(s->fd_err, F_SETFL, O_NONBLOCK);
 	s->window = (uint64_t)window;
 	if (timeout > 0)
 		s->deadline = now_ms() + (int64_t)timeout;
@@ -428,6 +477,7 @@ fail:
 	close_fd(&errp[1]);
 	close_fd(&ep[0]);
 	close_fd(&ep[1]);
+	close_fd(&master);
 	if (e < 0)
 		agent_send_error(a, id, AGENT_E_BAD_CWD, -e, "working directory %s: %s",
 				 jcwd ? json_string_value(jcwd)
@@ -565,8 +615,13 @@ op_kill(struct agent *a, struct agent_stream *s, const struct agent_frame *f)
 	if (sig)
 		signo = (int)json_integer_value(sig);
 	json_decref(j);
-	if (s->kind == AGENT_SK_EXEC && !s->exited && s->pid > 0)
-		kill(-s->pid, signo);
+	if (s->kind == AGENT_SK_EXEC && !s->exited && s->pid > 0) {
+		pid_t to = agent_pty_target(s);
+
+		kill(-to, signo);
+		if (to != s->pid && signo == SIGKILL)
+			kill(-s->pid, signo);
+	}
 }
 
 /* Reaps every child that has ended, ours or an orphan's. */
@@ -656,12 +711,13 @@ on_hello(struct agent *a, const struct agent_frame *f, const char *type)
 	}
 	json_decref(j);
 	if (f->type == AGENT_FT_HELLO)
-		j = json_pack("{s:i, s:[s,s,s,s,s,s,s,s,s,s,s,s,s], s:i, s:i, s:i}",
+		j = json_pack("{s:i, s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s,s], s:i, s:i, s:i}",
 			      AGENT_F_VERSION, AGENT_PROTO_VERSION,
 			      AGENT_F_CAPS, "exec", "stdin", "kill", "read",
 			      "write", "list", "stat", "mkdir", "remove",
 			      "window", AGENT_OP_CONFIGURE, AGENT_OP_TAR_READ,
-			      AGENT_OP_TAR_WRITE, AGENT_F_MAX_DATA,
+			      AGENT_OP_TAR_WRITE, AGENT_F_PTY, AGENT_F_DETACH,
+			      AGENT_F_MAX_DATA,
 			      (json_int_t)AGENT_DATA_MAX, AGENT_F_MAX_CTRL,
 			      (json_int_t)AGENT_CTRL_MAX, AGENT_F_PID,
 			      (json_int_t)getpid());
@@ -725,6 +781,9 @@ on_frame(struct agent *a, const struct agent_frame *f)
 		return;
 	case AGENT_FT_KILL:
 		op_kill(a, s, f);
+		return;
+	case AGENT_FT_RESIZE:
+		agent_op_resize(a, s, f);
 		return;
 	default:
 		goto bad;

@@ -165,6 +165,34 @@ struct agent_stream *agent_stream_new(struct agent *a, uint32_t id,
 /* Closes the stream's fds, removes a write's temporary file, frees it. */
 void agent_stream_free(struct agent *a, struct agent_stream *s);
 
+/* ---- pty.c ----------------------------------------------------------- */
+
+#define AGENT_PTY_DIM_MAX 65535
+/* Reads "rows" and "cols" of j (an exec request or a RESIZE payload):
+ * integers 1..AGENT_PTY_DIM_MAX; when absent and !required, *rows and
+ * *cols are left as they are. 0, or -EINVAL with a line in err. Pure. */
+int agent_winsize_get(const struct json_t *j, bool required, unsigned *rows, unsigned *cols,
+		      char *err, size_t errsz);
+/* An exec request's "pty", "detach", "rows" and "cols": booleans, not
+ * both, a size only with a pty (agent_winsize_get; *rows and *cols keep
+ * their defaults when absent). 0, or -EINVAL with a line in err. Pure. */
+int agent_exec_mode(const struct json_t *req, bool *pty, bool *detach, unsigned *rows,
+		    unsigned *cols, char *err, size_t errsz);
+/* A detached exec has started (s->pid): answers STARTED and RESULT
+ * {"pid", "detached": true} and frees s without killing the command. */
+void agent_exec_detached(struct agent *a, struct agent_stream *s);
+/* A new pty of that size: the master (close-on-exec) and the slave's
+ * path. 0 or -errno. */
+int agent_pty_open(unsigned rows, unsigned cols, int *master, char *slave, size_t cap);
+/* In the child, after setsid(): the slave becomes the controlling
+ * terminal and fds 0, 1 and 2. 0 or -errno. */
+int agent_pty_attach(const char *slave);
+/* Where a KILL frame's signal goes: a pty exec's foreground process
+ * group (as ^C would), else the command's own. */
+pid_t agent_pty_target(const struct agent_stream *s);
+/* A RESIZE frame on stream s. */
+void agent_op_resize(struct agent *a, struct agent_stream *s, const struct agent_frame *f);
+
 /* ---- init.c ---------------------------------------------------------- */
 
 /* Parses a kernel command line (the bytes of /proc/cmdline, at most a few

@@ -68,7 +68,8 @@ enum agent_frame_class {
 	X(RESULT, 10, "result", CTRL, 0)  /* agent: an op's answer */        \
 	X(ERROR, 11, "error", CTRL, 2)    /* both: a stream failed */        \
 	X(PING, 12, "ping", CTRL, 1)      /* host: health check */           \
-	X(PONG, 13, "pong", CTRL, 1)      /* agent: health answer */
+	X(PONG, 13, "pong", CTRL, 1)      /* agent: health answer */      \
+	X(RESIZE, 14, "resize", CTRL, 0)  /* host: a pty exec's size */
 
 enum agent_frame_type {
 #define AGENT_FT_ENUM(id, num, name, cls, s0) AGENT_FT_##id = num,
@@ -89,6 +90,11 @@ enum agent_frame_type {
 #define AGENT_F_STDIN "stdin"           /* exec: true = host sends IN */
 #define AGENT_F_TIMEOUT_MS "timeout_ms" /* exec: integer, 0 = none */
 #define AGENT_F_WINDOW "window"         /* exec, read: initial credit */
+#define AGENT_F_PTY "pty"               /* exec: true = a terminal */
+#define AGENT_F_ROWS "rows"             /* exec with pty, resize: 1..65535 */
+#define AGENT_F_COLS "cols"             /* exec with pty, resize: 1..65535 */
+#define AGENT_F_DETACH "detach"         /* exec: true = outlives its stream */
+#define AGENT_F_DETACHED "detached"     /* result of a detached exec */
 #define AGENT_F_PATH "path"             /* file ops: absolute path */
 #define AGENT_F_MODE "mode"             /* write, mkdir: permission bits */
 #define AGENT_F_PARENTS "parents"       /* mkdir: like mkdir -p */

@@ -17,6 +17,7 @@
 
 #include "sluice.h"
 #include "sluice-int.h"
+#include "exec_stream.h"
 
 const char usage_text[] =
 	"usage: sluice [--api URL|unix:PATH] [--json] COMMAND ...\n"
@@ -24,6 +25,8 @@ const char usage_text[] =
 	"  ls [ID:PATH]                            (sandboxes, or a directory)\n"
 	"  show ID\n"
 	"  exec [--timeout S] [--env K=V]... [--cwd DIR] [--stdin] ID -- ARGV...\n"
+	"  exec -i|-t|-it|--detach [--timeout S] [--env K=V]... [--cwd DIR] ID -- ARGV...\n"
+	"  shell [--env K=V]... [--cwd DIR] ID     (a login shell, as exec -it)\n"
 	"  cp LOCAL ID:PATH | ID:PATH LOCAL        (- for stdin/stdout)\n"
 	"  cp -r LOCALDIR ID:DIR | ID:DIR LOCALDIR (a tree: files, dirs, links)\n"
 	"  rm ID...\n"
@@ -394,6 +397,21 @@ exec_buffered(struct sl_exec *x, struct cli_conn *c)
 	return rc;
 }
 
+/* exec -i/-t/--detach and shell: exec_stream.c */
+static int
+cmd_stream(struct sl_opts *o, const char *cmd, int argc, char **argv)
+{
+	struct cli_xs_opts xo = { o->api, &o->url, o->token, o->json };
+
+	return cli_xs_main(&xo, cmd, argc, argv);
+}
+
+static int
+cmd_shell(struct sl_opts *o, int argc, char **argv)
+{
+	return cmd_stream(o, "shell", argc, argv);
+}
+
 static int
 cmd_exec(struct sl_opts *o, int argc, char **argv)
 {
@@ -413,6 +431,12 @@ cmd_exec(struct sl_opts *o, int argc, char **argv)
 
 	if (!body || !env || !args)
 		oom();
+	if (cli_xs_wanted(argc, argv)) {
+		json_decref(body);
+		json_decref(env);
+		json_decref(args);
+		return cmd_stream(o, "exec", argc, argv);
+	}
 	for (;;) {
 		long long t;
 
@@ -935,7 +959,7 @@ main(int argc, char **argv)
 		{ "claim", cmd_claim }, { "ls", cmd_ls },       { "show", cmd_show },
 		{ "exec", cmd_exec },   { "cp", cmd_cp },       { "rm", cmd_rm },
 		{ "pools", cmd_pools }, { "info", cmd_info },   { "usage", cmd_usage },
-		{ "metrics", cmd_metrics },
+		{ "metrics", cmd_metrics }, { "shell", cmd_shell },
 	};
 	struct sl_opts o = { 0 };
 	const char *api = NULL;

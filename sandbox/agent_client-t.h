@@ -73,6 +73,12 @@ struct sbx_agent_exec_req {
 	int timeout_ms;                 /* 0: none */
 	size_t max_output;              /* per stream kept; 0: 16 MiB; more
 					   is read and dropped (truncated) */
+	/* sbx_agent_req_exec() only (a caller streaming the call itself): */
+	bool stdin_stream;              /* "stdin": true without stdin_data */
+	bool pty;                       /* a terminal of rows x cols (0: the
+					   agent's default 24 x 80) */
+	unsigned rows, cols;
+	bool detach;                    /* outlives the call; output dropped */
 };
 
 struct sbx_agent_exec_res {

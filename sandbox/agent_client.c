@@ -567,6 +567,45 @@ sbx_agent_call_kill(struct sbx_agent_call *k, int sig)
 	return out_frame(k->c, AGENT_FT_KILL, k->id, body, (size_t)n);
 }
 
+int
+sbx_agent_flush_sync(struct sbx_agent_conn *c, int timeout_ms)
+{
+	int64_t end = sbx_agent_now_ms() + timeout_ms;
+
+	for (;;) {
+		int64_t dl, left = end - sbx_agent_now_ms();
+		struct pollfd p = { .fd = sbx_agent_fd_of(c) };
+		int rc;
+
+		p.events = sbx_agent_want(c, &dl) & POLLOUT;
+		if (!p.events)
+			return 0;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+			return -errno;
+		if ((rc = sbx_agent_process(c, p.revents, sbx_agent_now_ms())) < 0)
+			return rc;
+	}
+}
+
+int
+sbx_agent_call_resize(struct sbx_agent_call *k, unsigned rows, unsigned cols)
+{
+	char body[64];
+	int n, rc;
+
+	if (k->done || k->c->dead)
+		return -EPIPE;
+	if (rows < 1 || rows > 65535 || cols < 1 || cols > 65535)
+		return -EINVAL;
+	if ((rc = promote(k->c, k)) < 0)
+		return rc;
+	n = snprintf(body, sizeof(body), "{\"%s\":%u,\"%s\":%u}", AGENT_F_ROWS, rows,
+		     AGENT_F_COLS, cols);
+	return out_frame(k->c, AGENT_FT_RESIZE, k->id, body, (size_t)n);
+}
+
 void
 sbx_agent_call_cancel(struct sbx_agent_call *k)
 {

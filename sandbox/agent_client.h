@@ -80,6 +80,12 @@ int sbx_agent_call_end_input(struct sbx_agent_call *call);
 int sbx_agent_call_grant(struct sbx_agent_call *call, uint32_t n);
 /* exec: signal the command's process group. */
 int sbx_agent_call_kill(struct sbx_agent_call *call, int sig);
+/* Writes what is queued for the agent (a cancel's ERROR frame) before
+ * the connection is left idle: 0, -ETIMEDOUT, or the connection's
+ * error. */
+int sbx_agent_flush_sync(struct sbx_agent_conn *c, int timeout_ms);
+/* exec with a pty: the terminal's new size (1..65535 each). */
+int sbx_agent_call_resize(struct sbx_agent_call *call, unsigned rows, unsigned cols);
 /* Forgets the call without a callback; the agent is told to drop the
  * stream (an exec's command is killed). Later frames are ignored. */
 void sbx_agent_call_cancel(struct sbx_agent_call *call);

@@ -48,10 +48,20 @@ sbx_agent_req_exec(const struct sbx_agent_exec_req *req, char *err, size_t errsz
 	/* "o" steals argv and env also when the pack fails. */
 	j = json_pack("{s:s, s:o, s:o, s:s*, s:b, s:I}", AGENT_F_OP, AGENT_OP_EXEC, AGENT_F_ARGV,
 		      argv, AGENT_F_ENV, env, AGENT_F_CWD, req->cwd, AGENT_F_STDIN,
-		      req->stdin_data != NULL, AGENT_F_TIMEOUT_MS,
+		      req->stdin_data != NULL || req->stdin_stream, AGENT_F_TIMEOUT_MS,
 		      (json_int_t)(req->timeout_ms > 0 ? req->timeout_ms : 0));
-	if (j == NULL)
+	if (j == NULL) {
 		snprintf(err, errsz, "exec: argv, env or cwd is not UTF-8");
+		return NULL;
+	}
+	if (req->pty)
+		json_object_set_new(j, AGENT_F_PTY, json_true());
+	if (req->pty && req->rows)
+		json_object_set_new(j, AGENT_F_ROWS, json_integer(req->rows));
+	if (req->pty && req->cols)
+		json_object_set_new(j, AGENT_F_COLS, json_integer(req->cols));
+	if (req->detach)
+		json_object_set_new(j, AGENT_F_DETACH, json_true());
 	return j;
 bad:
 	json_decref(argv);

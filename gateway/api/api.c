@@ -337,6 +337,8 @@ status_text(unsigned s)
 	switch (s) {
 	case 100:
 		return "Continue";
+	case 101:
+		return "Switching Protocols";
 	case 200:
 		return "OK";
 	case 201:
@@ -367,6 +369,8 @@ status_text(unsigned s)
 		return "Unsupported Media Type";
 	case 422:
 		return "Unprocessable Content";
+	case 426:
+		return "Upgrade Required";
 	case 429:
 		return "Too Many Requests";
 	case 431:
@@ -600,6 +604,53 @@ gw_api_reply_error(struct gw_api_req *r, unsigned status, const char *code, cons
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	send_error(r, status, code, msg, NULL, 0);
+}
+
+void
+gw_api_reply_error_hdr(struct gw_api_req *r, unsigned status, const char *code, const char *hname,
+		       const char *hvalue, const char *fmt, ...)
+{
+	struct api_hdr h = {hname, hvalue};
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	send_error(r, status, code, msg, &h, 1);
+}
+
+int
+gw_api_upgrade(struct gw_api_req *r, const char *const *hdrs, size_t nhdrs, const void **pre,
+	       size_t *prelen)
+{
+	char head[2048];
+	struct gw_h1_writer w;
+	struct iovec iov[1];
+	int rc;
+
+	if (r->answered)
+		return -EALREADY;
+	gw_h1_writer_init(&w, head, sizeof(head));
+	gw_h1_write_status_line(&w, 101, span_of(status_text(101)), 1);
+	for (size_t i = 0; i + 1 < 2 * nhdrs; i += 2)
+		gw_h1_write_header(&w, span_of(hdrs[i]), span_of(hdrs[i + 1]));
+	if ((rc = gw_h1_write_end(&w)) < 0)
+		return rc;
+	r->answered = true;
+	r->status = 101;
+	r->keep = false; /* the connection ends with the handler */
+	iov[0] = (struct iovec){.iov_base = head, .iov_len = w.len};
+	rc = send_all(r->c->fd, iov, 1);
+	if (rc < 0) {
+		r->io_failed = true;
+		return rc;
+	}
+	/* what the client sent after the head is the new protocol's */
+	*pre = r->c->buf + r->c->off;
+	*prelen = r->c->len - r->c->off;
+	r->c->off = r->c->len;
+	return 0;
 }
 
 void

@@ -121,7 +121,7 @@ bool gw_api_accepts(const struct gw_api_req *r, const char *type);
 
 /* The connection's socket, for a handler that waits on something else
  * (an agent) and wants to notice the client leaving: poll it for
- * POLLRDHUP only (never read it). */
+ * POLLRDHUP only (never read it), unless gw_api_upgrade() gave it away. */
 int gw_api_req_fd(const struct gw_api_req *r);
 
 /* ---- answers ---------------------------------------------------------- */
@@ -133,6 +133,20 @@ void gw_api_reply_json(struct gw_api_req *r, unsigned status, struct json_t *bod
  * header "Sluice-Reason: code" too. */
 void gw_api_reply_error(struct gw_api_req *r, unsigned status, const char *code,
 			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Like gw_api_reply_error() with one more header (426's Upgrade or
+ * Sec-WebSocket-Version). */
+void gw_api_reply_error_hdr(struct gw_api_req *r, unsigned status, const char *code,
+			    const char *hname, const char *hvalue, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+/* Switches protocols: sends "101 Switching Protocols" with the headers
+ * hdrs[0..2*nhdrs) (name, value, name, value, ...), after which the
+ * handler owns the connection (gw_api_req_fd(): blocking, with the API's
+ * timeouts, which the handler may change; it reads and writes it
+ * itself) until it returns, when the connection is closed. *pre and *prelen:
+ * bytes the client sent after the request head that were read already
+ * (the new protocol's first bytes; valid for the call). 0 or -errno. */
+int gw_api_upgrade(struct gw_api_req *r, const char *const *hdrs, size_t nhdrs, const void **pre,
+		   size_t *prelen);
 /* Sends {"error": error_obj} with `status` (steals the reference): for
  * errors with more than a code and a message, such as a "details" array.
  * The Sluice-Reason header repeats error_obj's "code". */

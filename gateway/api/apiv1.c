@@ -13,6 +13,7 @@
 #include "agent_requests.h"
 #include "apiv1.h"
 #include "apiv1-int.h"
+#include "wsexec.h"
 #include "claims.h"
 #include "conf.h"
 #include "diff.h"
@@ -868,6 +869,19 @@ use_or_reply(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_i
 	return rc;
 }
 
+int
+gw_apiv1_use(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info *i,
+	     struct pool_use *u)
+{
+	return use_or_reply(v, r, i, u);
+}
+
+void
+gw_apiv1_put(struct gw_apiv1 *v, struct pool_use *u)
+{
+	pool_mgr_put(v->mgr, u);
+}
+
 /* ---- exec ------------------------------------------------------------- */
 
 struct exec_state {
@@ -1143,13 +1157,17 @@ h_exec(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 			sbx_agent_call_cancel(s.call);
 		s.call = NULL;
 		if (rc == -ECONNRESET) {
-			/* The client left: the command was killed with the
-			 * call; nobody is there to answer. */
+			/* The client left: the command is killed with the
+			 * call (its cancel sent now); nobody is there to
+			 * answer. */
+			sbx_agent_flush_sync(u.agent, 1000);
 			s.client_gone = true;
 			pool_mgr_put(v->mgr, &u);
 			goto out;
 		}
 	}
+	if (s.client_gone)
+		sbx_agent_flush_sync(u.agent, 1000); /* the cancel, before the next user */
 	pool_mgr_put(v->mgr, &u);
 	if (s.stream) {
 		json_t *ev;
@@ -1492,18 +1510,11 @@ h_files_put(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	gw_api_reply_json(r, 201, json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)s.bytes));
 }
 
-/* For files_tree.c (apiv1-int.h). */
-int
-gw_apiv1_use(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info *i,
-	     struct pool_use *u)
-{
-	return use_or_reply(v, r, i, u);
-}
-
+/* For files_tree.c (apiv1-int.h; gw_apiv1_use() is apiv1.h's). */
 void
 gw_apiv1_unuse(struct gw_apiv1 *v, struct pool_use *u)
 {
-	pool_mgr_put(v->mgr, u);
+	gw_apiv1_put(v, u);
 }
 
 int
@@ -1811,6 +1822,7 @@ const struct gw_api_route gw_apiv1_routes[] = {
 	{ "DELETE", "/v1/sandboxes/{id}", false, false, h_release },
 	{ "PUT", "/v1/sandboxes/{id}/credentials", false, false, h_creds },
 	{ "POST", "/v1/sandboxes/{id}/exec", false, false, h_exec },
+	{ "GET", "/v1/sandboxes/{id}/exec/stream", false, true, gw_wsx_handler },
 	{ "GET", "/v1/sandboxes/{id}/files", false, false, h_files_get },
 	{ "PUT", "/v1/sandboxes/{id}/files", false, true, h_files_put },
 	{ "GET", "/v1/pools", true, false, h_pools_get },

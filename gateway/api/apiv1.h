@@ -32,6 +32,14 @@ void gw_apiv1_free(struct gw_apiv1 *v);
  * gw_apiv1_free(). */
 void gw_apiv1_set_ca_pem(struct gw_apiv1 *v, const char *pem);
 
+/* For the other files' handlers (wsexec.c): borrows the claim's agent
+ * as POST .../exec does (pool_mgr_use), or answers why not (404, 409)
+ * and returns < 0; gives it back. */
+struct pool_use;
+int gw_apiv1_use(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info *i,
+		 struct pool_use *u);
+void gw_apiv1_put(struct gw_apiv1 *v, struct pool_use *u);
+
 /* ---- validators (pure) ------------------------------------------------ */
 
 /* A parsed POST /v1/claims body. Strings point into the JSON (keep it). */

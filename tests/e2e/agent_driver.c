@@ -25,15 +25,15 @@
 #include <openssl/evp.h>
 
 #include "agent_client.h"
+#include "agent_driver.h"
 #include "proto.h"
 
 static int fails, passes, skips;
 static pid_t agent_pid;
-static const char *workdir;
+const char *workdir;
+int detached_pid, foreground_pid;
 
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
+void
 check(bool ok, const char *fmt, ...)
 {
 	va_list ap;
@@ -848,6 +848,26 @@ t_configure_ns(const char *agent)
 	      "the namespaced agent exits 0");
 }
 
+/* Runs: exists and is no zombie (one killed whose parent, the agent,
+ * has gone may wait for an init that does not reap). */
+static bool
+pid_alive(int pid)
+{
+	char path[64], st[512];
+	FILE *f;
+	size_t n;
+	char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return false;
+	n = fread(st, 1, sizeof(st) - 1, f);
+	fclose(f);
+	st[n] = 0;
+	p = strrchr(st, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
 int
 main(int argc, char **argv)
 {
@@ -869,6 +889,8 @@ main(int argc, char **argv)
 	t_files(c);
 	t_malformed(c);
 	t_configure(c);
+	t_pty(c);
+	t_detach(c);
 	sbx_agent_conn_free(c);
 	for (int i = 0; i < 50; i++) {
 		if (waitpid(agent_pid, &status, WNOHANG) == agent_pid)
@@ -877,6 +899,13 @@ main(int argc, char **argv)
 	}
 	check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "the agent exits 0 when the host closes the stream");
+	usleep(200 * 1000); /* the SIGKILL is delivered; the zombie goes with its parent */
+	check(foreground_pid > 0 && !pid_alive(foreground_pid),
+	      "the host left: its foreground command was killed");
+	check(detached_pid > 0 && pid_alive(detached_pid),
+	      "the host left: the detached command still runs");
+	if (detached_pid > 0)
+		kill(detached_pid, SIGKILL);
 	if (!WIFEXITED(status) && !WIFSIGNALED(status)) {
 		kill(agent_pid, SIGKILL);
 		waitpid(agent_pid, NULL, 0);
