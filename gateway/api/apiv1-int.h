@@ -4,11 +4,14 @@
 #define SLUICE_GW_APIV1_INT_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "api.h"
 
 struct gw_apiv1;
 struct pool_use;
+struct sbx_agent_call;
 struct sbx_agent_conn;
 
 /* A tree below a directory, as application/x-tar, either way: at most
@@ -26,6 +29,20 @@ void gw_apiv1_unuse(struct gw_apiv1 *v, struct pool_use *u);
 /* Runs the agent connection until *done (see drive() in apiv1.c). */
 int gw_apiv1_drive(struct sbx_agent_conn *c, int client, bool *done, void (*pump)(void *),
 		   void *parg);
+/* An upload: the request body given to an agent call as its input (a
+ * file, an archive), within the call's credit, through buf (bufsz). */
+struct gw_upload {
+	char *buf;
+	size_t bufsz, have, off;
+	uint64_t bytes, max;    /* read so far; more than max is refused */
+	const char *what;       /* "body", "archive": for the message */
+	bool body_end;
+};
+/* Moves what the call takes now: 0 (waits for credit or the client's
+ * bytes; at the body's end the input is ended), or -EFBIG (past max) or
+ * the body's read error, with msg set: the caller ends the call. */
+int gw_apiv1_upload_pump(struct gw_api_req *r, struct sbx_agent_call *call, struct gw_upload *u,
+			 char *msg, size_t msgsz);
 /* Answers an agent's errno and message: 404, 400, 504 or 502. */
 void gw_apiv1_reply_agent_error(struct gw_api_req *r, int err, const char *msg);
 

@@ -1219,10 +1219,7 @@ struct file_state {
 	int err;
 	char msg[256];
 	uint64_t bytes;
-	/* uploads */
-	char *buf;
-	size_t have, off;
-	bool body_end;
+	struct gw_upload up;    /* uploads */
 };
 
 static void
@@ -1390,56 +1387,62 @@ fwrite_cb(struct sbx_agent_call *k, const struct sbx_agent_event *ev, void *arg)
 
 #define UPLOAD_BUF (64u << 10)
 
+int
+gw_apiv1_upload_pump(struct gw_api_req *r, struct sbx_agent_call *call, struct gw_upload *u,
+		     char *msg, size_t msgsz)
+{
+	for (;;) {
+		long n;
+
+		if (u->off == u->have && !u->body_end) {
+			ssize_t got;
+
+			if (sbx_agent_call_credit(call) == 0)
+				return 0;
+			got = gw_api_body_read(r, u->buf, u->bufsz);
+			if (got < 0) {
+				snprintf(msg, msgsz, "reading the request body: %s",
+					 strerror((int)-got));
+				return (int)got;
+			}
+			if (got == 0) {
+				u->body_end = true;
+				sbx_agent_call_end_input(call);
+				return 0;
+			}
+			u->have = (size_t)got;
+			u->off = 0;
+			u->bytes += (uint64_t)got;
+			if (u->bytes > u->max) {
+				snprintf(msg, msgsz, "the %s is larger than %llu bytes", u->what,
+					 (unsigned long long)u->max);
+				return -EFBIG;
+			}
+		}
+		if (u->off == u->have)
+			return 0;
+		n = sbx_agent_call_send(call, u->buf + u->off, u->have - u->off);
+		if (n <= 0)
+			return 0;
+		u->off += (size_t)n;
+	}
+}
+
 static void
 fwrite_pump(void *arg)
 {
 	struct file_state *s = arg;
+	int rc;
 
-	while (s->call && !s->done) {
-		if (s->off == s->have && !s->body_end) {
-			ssize_t n;
-
-			if (sbx_agent_call_credit(s->call) == 0)
-				return;
-			n = gw_api_body_read(s->r, s->buf, UPLOAD_BUF);
-			if (n < 0) {
-				s->failed = true;
-				s->err = (int)-n;
-				snprintf(s->msg, sizeof(s->msg), "reading the request body: %s",
-					 strerror((int)-n));
-				sbx_agent_call_cancel(s->call);
-				s->call = NULL;
-				s->done = true;
-				return;
-			}
-			if (n == 0) {
-				s->body_end = true;
-				sbx_agent_call_end_input(s->call);
-				return;
-			}
-			s->have = (size_t)n;
-			s->off = 0;
-			s->bytes += (uint64_t)n;
-			if (s->bytes > GW_FILE_MAX) {
-				s->failed = true;
-				s->err = EFBIG;
-				snprintf(s->msg, sizeof(s->msg), "the body is larger than %llu bytes",
-					 (unsigned long long)GW_FILE_MAX);
-				sbx_agent_call_cancel(s->call);
-				s->call = NULL;
-				s->done = true;
-				return;
-			}
-		}
-		if (s->off < s->have) {
-			long n = sbx_agent_call_send(s->call, s->buf + s->off, s->have - s->off);
-
-			if (n <= 0)
-				return;
-			s->off += (size_t)n;
-		} else {
-			return;
-		}
+	if (!s->call || s->done)
+		return;
+	rc = gw_apiv1_upload_pump(s->r, s->call, &s->up, s->msg, sizeof(s->msg));
+	if (rc < 0) {
+		s->failed = true;
+		s->err = -rc;
+		sbx_agent_call_cancel(s->call);
+		s->call = NULL;
+		s->done = true;
 	}
 }
 
@@ -1479,13 +1482,14 @@ h_files_put(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	}
 	if (use_or_reply(v, r, i, &u) < 0)
 		return;
-	s.buf = malloc(UPLOAD_BUF);
+	s.up = (struct gw_upload){ .buf = malloc(UPLOAD_BUF), .bufsz = UPLOAD_BUF,
+				   .max = GW_FILE_MAX, .what = "body" };
 	req = sbx_agent_req_write(path, (unsigned)mode);
-	s.call = s.buf && req ? sbx_agent_call_start(u.agent, req, &o, fwrite_cb, &s, &rc) : NULL;
+	s.call = s.up.buf && req ? sbx_agent_call_start(u.agent, req, &o, fwrite_cb, &s, &rc) : NULL;
 	json_decref(req);
 	if (!s.call) {
 		pool_mgr_put(v->mgr, &u);
-		free(s.buf);
+		free(s.up.buf);
 		gw_api_reply_error(r, 502, "agent-error", "cannot write %s", path);
 		return;
 	}
@@ -1494,7 +1498,7 @@ h_files_put(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	if (rc < 0 && !s.done && s.call)
 		sbx_agent_call_cancel(s.call);
 	pool_mgr_put(v->mgr, &u);
-	free(s.buf);
+	free(s.up.buf);
 	if (rc < 0 && !s.done) {
 		s.failed = true;
 		s.err = -rc;
@@ -1507,7 +1511,7 @@ h_files_put(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 			reply_agent_error(r, s.err, s.msg);
 		return;
 	}
-	gw_api_reply_json(r, 201, json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)s.bytes));
+	gw_api_reply_json(r, 201, json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)s.up.bytes));
 }
 
 /* For files_tree.c (apiv1-int.h; gw_apiv1_use() is apiv1.h's). */

@@ -32,10 +32,7 @@ struct tree_state {
 	char msg[512];
 	json_t *result;         /* RESULT, or the ERROR object (counts) */
 	uint64_t bytes;
-	/* uploads */
-	char *buf;
-	size_t have, off;
-	bool body_end;
+	struct gw_upload up;    /* uploads */
 };
 
 static void
@@ -206,52 +203,18 @@ static void
 twrite_pump(void *arg)
 {
 	struct tree_state *s = arg;
+	int rc;
 
-	while (s->call && !s->done) {
-		if (s->off == s->have && !s->body_end) {
-			ssize_t n;
-
-			if (sbx_agent_call_credit(s->call) == 0)
-				return;
-			n = gw_api_body_read(s->r, s->buf, TREE_BUF);
-			if (n < 0) {
-				s->failed = true;
-				s->err = (int)-n;
-				snprintf(s->msg, sizeof(s->msg), "reading the request body: %s",
-					 strerror((int)-n));
-				sbx_agent_call_cancel(s->call);
-				s->call = NULL;
-				s->done = true;
-				return;
-			}
-			if (n == 0) {
-				s->body_end = true;
-				sbx_agent_call_end_input(s->call);
-				return;
-			}
-			s->have = (size_t)n;
-			s->off = 0;
-			s->bytes += (uint64_t)n;
-			if (s->bytes > GW_TREE_MAX) {
-				s->failed = s->too_large = true;
-				snprintf(s->msg, sizeof(s->msg),
-					 "the archive is larger than %llu bytes",
-					 (unsigned long long)GW_TREE_MAX);
-				sbx_agent_call_cancel(s->call);
-				s->call = NULL;
-				s->done = true;
-				return;
-			}
-		}
-		if (s->off < s->have) {
-			long n = sbx_agent_call_send(s->call, s->buf + s->off, s->have - s->off);
-
-			if (n <= 0)
-				return;
-			s->off += (size_t)n;
-		} else {
-			return;
-		}
+	if (!s->call || s->done)
+		return;
+	rc = gw_apiv1_upload_pump(s->r, s->call, &s->up, s->msg, sizeof(s->msg));
+	if (rc < 0) {
+		s->failed = true;
+		s->too_large = rc == -EFBIG;
+		s->err = -rc;
+		sbx_agent_call_cancel(s->call);
+		s->call = NULL;
+		s->done = true;
 	}
 }
 
@@ -290,13 +253,14 @@ tree_put(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info 
 	}
 	if (gw_apiv1_use(v, r, i, &u) < 0)
 		return;
-	s.buf = malloc(TREE_BUF);
+	s.up = (struct gw_upload){ .buf = malloc(TREE_BUF), .bufsz = TREE_BUF, .max = GW_TREE_MAX,
+				   .what = "archive" };
 	req = sbx_agent_req_tar_write(path, true);
-	s.call = s.buf && req ? sbx_agent_call_start(u.agent, req, &o, twrite_cb, &s, &rc) : NULL;
+	s.call = s.up.buf && req ? sbx_agent_call_start(u.agent, req, &o, twrite_cb, &s, &rc) : NULL;
 	json_decref(req);
 	if (!s.call) {
 		gw_apiv1_unuse(v, &u);
-		free(s.buf);
+		free(s.up.buf);
 		if (!req)
 			gw_api_reply_error(r, 400, "bad-request", "path: not UTF-8");
 		else
@@ -308,7 +272,7 @@ tree_put(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info 
 	if (rc < 0 && !s.done && s.call)
 		sbx_agent_call_cancel(s.call);
 	gw_apiv1_unuse(v, &u);
-	free(s.buf);
+	free(s.up.buf);
 	if (rc < 0 && !s.done) {
 		s.failed = true;
 		s.err = -rc;
@@ -331,7 +295,7 @@ tree_put(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info 
 		json_t *res = counts(s.result);
 
 		json_object_set_new(res, "path", json_string(path));
-		json_object_set_new(res, "archive_bytes", json_integer((json_int_t)s.bytes));
+		json_object_set_new(res, "archive_bytes", json_integer((json_int_t)s.up.bytes));
 		gw_api_reply_json(r, 201, res);
 	}
 	json_decref(s.result);
