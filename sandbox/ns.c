@@ -78,17 +78,19 @@ struct sbx {
 /* ---- the parent -------------------------------------------------------- */
 
 static void
-ns_caps(struct sbx_caps *c)
+ns_caps(const struct sbx_backend *b, struct sbx_caps *c)
 {
+	(void)b;
 	c->name = "ns";
 	c->limit_memory = c->limit_pids = true;
 	c->network = c->mounts = c->files = true;
 }
 
 static int
-ns_template_ensure(const struct sbx_template_req *req, struct sbx_template **out, char *err,
-                   size_t errsz)
+ns_template_ensure(const struct sbx_backend *b, const struct sbx_template_req *req,
+                   struct sbx_template **out, char *err, size_t errsz)
 {
+	(void)b;
 	return sbx_tpl_ensure(req, out, err, errsz);
 }
 
@@ -827,12 +829,14 @@ out:
 }
 
 static int
-ns_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
+ns_adopt(const struct sbx_backend *b, const json_t *saved, struct sbx **out, char *err,
+         size_t errsz)
 {
 	struct sbx_saved *sv;
 	struct sbx *s = NULL;
 	int rc, pidfd = -1, fd = -1;
 
+	(void)b;
 	if (!(sv = sbx_calloc(1, sizeof(*sv))))
 		return sbx_fail(err, errsz, -ENOMEM, "adopt: out of memory");
 	if ((rc = sbx_saved_parse(saved, sv, err, errsz)) < 0)
@@ -922,14 +926,17 @@ static const struct sbx_durable ns_durable = {
 };
 
 static int
-ns_forget(const json_t *saved, char *err, size_t errsz)
+ns_forget(const struct sbx_backend *b, const json_t *saved, char *err, size_t errsz)
 {
+	(void)b;
 	return sbx_durable_forget(&ns_durable, saved, err, errsz);
 }
 
 static int
-ns_sweep(const char *const *keep, size_t nkeep, char *err, size_t errsz)
+ns_sweep(const struct sbx_backend *b, const char *const *keep, size_t nkeep, char *err,
+         size_t errsz)
 {
+	(void)b;
 	return sbx_durable_sweep(&ns_durable, keep, nkeep, err, errsz);
 }
 

@@ -1066,8 +1066,9 @@ teardown(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
 }
 
 static void
-vm_caps(struct sbx_caps *c)
+vm_caps(const struct sbx_backend *b, struct sbx_caps *c)
 {
+	(void)b;
 	c->name = "vm";
 	c->limit_memory = true;
 	c->limit_pids = false; /* the guest's own processes are not limited */
@@ -1076,9 +1077,10 @@ vm_caps(struct sbx_caps *c)
 }
 
 static int
-vm_template_ensure(const struct sbx_template_req *req, struct sbx_template **out, char *err,
-                   size_t errsz)
+vm_template_ensure(const struct sbx_backend *b, const struct sbx_template_req *req,
+                   struct sbx_template **out, char *err, size_t errsz)
 {
+	(void)b;
 	struct sbx_vm_tpl *t;
 	int rc = sbx_vm_tpl_ensure(req, &t, err, errsz);
 
@@ -1524,13 +1526,15 @@ vm_unpark(struct sbx *s, char *err, size_t errsz)
 /* ---- adopt, forget, sweep ---------------------------------------------------- */
 
 static int
-vm_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
+vm_adopt(const struct sbx_backend *b, const json_t *saved, struct sbx **out, char *err,
+         size_t errsz)
 {
 	struct sbx_vm_saved *sv;
 	struct sbx *s = NULL;
 	json_t *st = NULL;
 	int rc, pidfd = -1;
 
+	(void)b;
 	if (!(sv = sbx_calloc(1, sizeof(*sv))) || !(s = sbx_calloc(1, sizeof(*s)))) {
 		free(sv);
 		return sbx_fail(err, errsz, -ENOMEM, "adopt: out of memory");
@@ -1601,14 +1605,17 @@ static const struct sbx_durable vm_durable = {
 };
 
 static int
-vm_forget(const json_t *saved, char *err, size_t errsz)
+vm_forget(const struct sbx_backend *b, const json_t *saved, char *err, size_t errsz)
 {
+	(void)b;
 	return sbx_durable_forget(&vm_durable, saved, err, errsz);
 }
 
 static int
-vm_sweep(const char *const *keep, size_t nkeep, char *err, size_t errsz)
+vm_sweep(const struct sbx_backend *b, const char *const *keep, size_t nkeep, char *err,
+         size_t errsz)
 {
+	(void)b;
 	return sbx_durable_sweep(&vm_durable, keep, nkeep, err, errsz);
 }
 
