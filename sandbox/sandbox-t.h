@@ -175,6 +175,23 @@ struct sbx_backend_ops {
 	int (*unpark)(struct sbx *s, char *err, size_t errsz);
 };
 
+/* An `rpc` backend's supervisor (docs/backend-rpc.md): exactly one of a
+ * command that sluiced starts (argv[0] absolute) and the unix socket of
+ * one that runs on its own. Borrowed for the call. */
+struct sbx_rpc_conf {
+	const char *const *argv;
+	size_t argc;
+	const char *socket;
+};
+
+/* What sbx_rpc_backend_check() found. */
+struct sbx_rpc_status {
+	bool up;        /* connected, capabilities answered */
+	bool available; /* the supervisor's engine can run here */
+	char engine[64];
+	char reason[256]; /* why not up or not available, one line */
+};
+
 #define SBX_ID_MAX     48
 #define SBX_IFNAME_MAX 15
 
