@@ -74,7 +74,7 @@ conf_policy_mode_name(enum conf_policy_mode m)
 const char *
 conf_backend_name(enum conf_backend b)
 {
-	return b == CONF_BACKEND_VM ? "vm" : "ns";
+	return b == CONF_BACKEND_VM ? "vm" : b == CONF_BACKEND_RPC ? "rpc" : "ns";
 }
 
 /* ---- did you mean ---- */
@@ -1578,14 +1578,85 @@ load_tenants(struct ctx *x, const struct cy_node *n)
 				}
 }
 
+/* pools[i].supervisor: only with backend rpc, and then required, with
+ * exactly one of command (a list: an absolute path, then its arguments)
+ * and socket (an absolute path that fits a unix socket address). */
+static void
+load_supervisor(struct ctx *x, const struct cy_node *it, const char *p, struct conf_pool *po)
+{
+	static const char *const skeys[] = { "command", "socket", NULL };
+	const struct cy_node *sv = cs_map_get(it, "supervisor"), *cmd, *sock;
+	char q[PATHSZ], r[PATHSZ];
+	size_t k;
+
+	cs_pathf(q, p, ".supervisor");
+	if (po->backend != CONF_BACKEND_RPC) {
+		if (sv)
+			cs_err_at(x, sv, "%s: only a pool with backend rpc has a supervisor", q);
+		return;
+	}
+	if (!sv || cs_is_null(sv)) {
+		cs_err_at(x, it, "%s: backend rpc needs a supervisor: {command: [PATH, ARGS...]} "
+			  "or {socket: PATH}", p);
+		return;
+	}
+	k = x->errors;
+	if (!cs_expect_map(x, sv, q, skeys) || x->errors != k)
+		return; /* an unknown key said enough */
+	cmd = cs_map_get(sv, "command");
+	sock = cs_map_get(sv, "socket");
+	if ((cmd != NULL) == (sock != NULL)) {
+		cs_err_at(x, sv, "%s: give exactly one of command and socket", q);
+		return;
+	}
+	if (sock) {
+		cs_pathf(r, q, ".socket");
+		if (cs_get_str(x, sock, r, &po->supervisor_socket) &&
+		    (po->supervisor_socket[0] != '/' || strlen(po->supervisor_socket) >= 108)) {
+			cs_err_at(x, sock, "%s: expected an absolute path of a unix socket "
+				  "(under 108 bytes)", r);
+			po->supervisor_socket = NULL;
+		}
+		return;
+	}
+	cs_pathf(r, q, ".command");
+	if (!cs_get_seq(x, cmd, r, &k)) {
+		if (cmd->kind == CY_SEQ || cs_is_null(cmd))
+			cs_err_at(x, cmd, "%s: expected [PATH, ARGS...], got an empty list", r);
+		return;
+	}
+	if (k > 64) {
+		cs_err_at(x, cmd, "%s: %zu arguments; at most 64", r, k);
+		return;
+	}
+	po->supervisor_argv = conf_arena_alloc(x->a, (k + 1) * sizeof(char *));
+	for (size_t i = 0; i < k; i++) {
+		char a[PATHSZ];
+
+		cs_pathf(a, r, "[%zu]", i);
+		if (!cs_get_str(x, cmd->items[i], a, &po->supervisor_argv[i])) {
+			po->supervisor_argv = NULL;
+			return;
+		}
+	}
+	po->supervisor_argv[k] = NULL;
+	if (po->supervisor_argv[0][0] != '/') {
+		cs_err_at(x, cmd->items[0], "%s[0]: expected the supervisor's absolute path, got '%s'",
+			  r, po->supervisor_argv[0]);
+		po->supervisor_argv = NULL;
+		return;
+	}
+	po->supervisor_argc = k;
+}
+
 static void
 load_pools(struct ctx *x, const struct cy_node *n)
 {
 	static const char *const keys[] = { "name", "backend", "template", "lane", "policy", "warm",
-					    "warm_max", "limits", "ttl", NULL };
+					    "warm_max", "limits", "ttl", "supervisor", NULL };
 	static const char *const lkeys[] = { "memory_mb", "cpus", "pids", NULL };
 	static const char *const tkeys[] = { "default_seconds", "max_seconds", NULL };
-	static const char *const backends[] = { "ns", "vm", NULL };
+	static const char *const backends[] = { "ns", "vm", "rpc", NULL };
 	struct conf *c = x->c;
 	size_t cnt;
 
@@ -1617,6 +1688,7 @@ load_pools(struct ctx *x, const struct cy_node *n)
 		get_name(x, it, p, &po->name);
 		if (cs_get_enum(x, cs_map_get(it, "backend"), (cs_pathf(q, p, ".backend"), q), backends, &v))
 			po->backend = (enum conf_backend)v;
+		load_supervisor(x, it, p, po);
 		tp = cs_map_get(it, "template");
 		if (cs_get_str(x, tp, (cs_pathf(q, p, ".template"), q), &po->template_dir)) {
 			if (strcmp(po->template_dir, "busybox") == 0) {
