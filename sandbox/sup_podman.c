@@ -739,8 +739,8 @@ m_start(const struct sup_cfg *c, json_t *p, long long dl, json_t **res, struct s
 			return fail(e, SUP_E_PARAMS, "command", "command[%zu]: a string", i);
 	if (cwd && (cwd[0] != '/' || strpbrk(cwd, "\n")))
 		return fail(e, SUP_E_PARAMS, "cwd", "cwd: an absolute path");
-	if (host && (!is_id(host) || strchr(host, '_')))
-		return fail(e, SUP_E_PARAMS, "hostname", "hostname: letters, digits, '-', '.'");
+	if (host && !is_id(host))
+		return fail(e, SUP_E_PARAMS, "hostname", "hostname: letters, digits, '-', '_', '.'");
 	const char *netns = NULL;
 	if (net && !json_is_null(net)) {
 		json_t *nsj = json_object_get(net, "netns");

@@ -408,6 +408,7 @@ main(int argc, char **argv)
 		{"podman", required_argument, NULL, 'p'},
 		{"runtime", required_argument, NULL, 'u'},
 		{"enhanced-runtime", required_argument, NULL, 'e'},
+		{"runtime-enhanced", required_argument, NULL, 'e'}, /* an alias */
 		{"cgroup-manager", required_argument, NULL, 'c'},
 		{"ulimit-nofile", required_argument, NULL, 'n'},
 		{"ulimit-nproc", required_argument, NULL, 'N'},
