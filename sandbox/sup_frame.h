@@ -40,4 +40,10 @@ enum sup_frame_st sup_frame_feed(struct sup_frame_rd *rd, const uint8_t *in, siz
 /* The header of a frame of len payload bytes for call id. */
 void sup_frame_header(uint8_t out[SUP_FRAME_HDR], uint32_t len, uint32_t id);
 
+/* Base64 (RFC 4648, padded; sup_b64.c). Encode returns malloc'd text (NULL
+ * out of memory); decode writes at most cap bytes and returns their count,
+ * or -1 for input that is not base64 or does not fit. */
+char *sup_b64_encode(const unsigned char *in, size_t n);
+long sup_b64_decode(const char *in, size_t n, unsigned char *out, size_t cap);
+
 #endif

@@ -10,6 +10,8 @@
 
 #include <jansson.h>
 
+#include "sup_frame.h"
+
 /* JSON-RPC error codes of the protocol. */
 #define SUP_E_PARSE (-32700)
 #define SUP_E_REQUEST (-32600)
@@ -48,9 +50,5 @@ typedef int (*sup_method_fn)(const struct sup_cfg *cfg, json_t *params, long lon
 
 /* The method named name, or NULL. */
 sup_method_fn sup_podman_method(const char *name);
-/* Base64 (RFC 4648, padded). Encode returns malloc'd text; decode returns
- * the length or -1 for input that is not base64. */
-char *sup_b64_encode(const unsigned char *in, size_t n);
-long sup_b64_decode(const char *in, size_t n, unsigned char *out, size_t cap);
 
 #endif

@@ -5,7 +5,9 @@
  * the payload cap (64 << (sel >> 5) bytes). Checks the contracts: a call
  * consumes at most what it was given; MORE only with everything consumed;
  * DONE with 0 < len <= cap; BIG with len > cap; once STRAY, always STRAY
- * and nothing consumed; the same stream fed whole gives the same frames. */
+ * and nothing consumed; the same stream fed whole gives the same frames.
+ * The same bytes go to its base64 decoder (sup_b64.c): never more than the
+ * cap written; what decodes encodes to text that decodes to the same. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +71,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t ka = run(data + 1, size - 1, step, cap, buf, a);
 	size_t kb = run(data + 1, size - 1, size, cap, buf, b);
 	CHECK(!(ka != kb || memcmp(a, b, ka * sizeof(a[0]))));
+	long n = sup_b64_decode((const char *)data + 1, size - 1, buf, cap);
+	CHECK(n >= -1 && n <= (long)cap);
+	if (n >= 0) {
+		char *e = sup_b64_encode(buf, (size_t)n);
+		uint8_t *again = malloc((size_t)n + 1);
+		CHECK(e && again);
+		CHECK(sup_b64_decode(e, strlen(e), again, (size_t)n) == n);
+		CHECK(memcmp(again, buf, (size_t)n) == 0);
+		free(e);
+		free(again);
+	}
 	free(buf);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* test_sup_frame.c: the rpc framing reader of sluice-supervisor-podman
  * (sandbox/sup_frame.h): bad inputs first (out of step, oversized), then
- * frames split at every offset, several in one read, the header writer. */
+ * frames split at every offset, several in one read, the header writer;
+ * its base64 (bad inputs first, then the RFC 4648 vectors both ways). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -109,6 +110,49 @@ test_header(void **st)
 	assert_memory_equal(h, "\x00\x40\x00\x00\xde\xad\xbe\xef", 8);
 }
 
+static void
+test_b64_bad(void **st)
+{
+	unsigned char out[16];
+	static const char *const bad[] = {"A", "AB", "ABC", "A===", "AB=C", "=AAA", "AA==AAAA",
+					  "AA*A", "AAA\n", "Zm9v\0AAA"};
+
+	(void)st;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(sup_b64_decode(bad[i], i == 9 ? 8 : strlen(bad[i]), out, sizeof(out)),
+				 -1);
+	/* does not fit */
+	assert_int_equal(sup_b64_decode("Zm9vYmFy", 8, out, 5), -1);
+}
+
+static void
+test_b64_vectors(void **st)
+{
+	static const char *const plain[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+	static const char *const enc[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=",
+					  "Zm9vYmFy"};
+	unsigned char out[16];
+
+	(void)st;
+	for (size_t i = 0; i < 7; i++) {
+		char *e = sup_b64_encode((const unsigned char *)plain[i], strlen(plain[i]));
+		assert_non_null(e);
+		assert_string_equal(e, enc[i]);
+		free(e);
+		assert_int_equal(sup_b64_decode(enc[i], strlen(enc[i]), out, sizeof(out)),
+				 (long)strlen(plain[i]));
+		assert_memory_equal(out, plain[i], strlen(plain[i]));
+	}
+	unsigned char bin[256];
+	for (int i = 0; i < 256; i++)
+		bin[i] = (unsigned char)i;
+	char *e = sup_b64_encode(bin, sizeof(bin));
+	unsigned char back[256];
+	assert_int_equal(sup_b64_decode(e, strlen(e), back, sizeof(back)), 256);
+	assert_memory_equal(back, bin, 256);
+	free(e);
+}
+
 int
 main(void)
 {
@@ -117,6 +161,8 @@ main(void)
 		cmocka_unit_test(test_big),
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_header),
+		cmocka_unit_test(test_b64_bad),
+		cmocka_unit_test(test_b64_vectors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
