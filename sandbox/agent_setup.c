@@ -1,7 +1,7 @@
 /* agent_setup.c: what a host says to a fresh sandbox's agent, shared by
  * the backends whose agent is reached over a stream (`vm`, `rpc`): hello,
- * then "configure" (time, entropy, hostname, env, cwd, the link's
- * address when the guest sets it itself, sluice's CA) and spec.files
+ * then "configure" (hostname, env, cwd, sluice's CA; for a VM also the
+ * time, entropy and the link's address) and spec.files
  * written through the agent (parents made). */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,10 +43,15 @@ sbx_agent_setup(int agent_fd, const struct sbx_spec *spec, bool with_net, int ti
 	json_t *req, *env, *net = NULL;
 	int d, rc = 0;
 
-	/* the time and fresh entropy, as after every unpark; then what
-	 * makes this clone itself */
-	if ((rc = sbx_agent_req_refresh(&req, err, errsz)) < 0)
-		return rc;
+	/* a VM: the time and fresh entropy, as after every unpark (a
+	 * container has the host's clock and pool: setting them is refused,
+	 * clock_settime EPERM); then what makes this clone itself */
+	if (with_net) {
+		if ((rc = sbx_agent_req_refresh(&req, err, errsz)) < 0)
+			return rc;
+	} else if (!(req = sbx_agent_req_configure())) {
+		return sbx_fail(err, errsz, -ENOMEM, "out of memory");
+	}
 	env = json_object();
 	for (size_t i = 0; env && i < spec->nenv; i++) {
 		const char *eq = strchr(spec->env[i], '=');

@@ -11,6 +11,7 @@
  * (they become podman arguments). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -726,11 +727,12 @@ m_start(const struct sup_cfg *c, json_t *p, long long dl, json_t **res, struct s
 	if (mounts && !json_is_array(mounts) && !json_is_null(mounts))
 		return fail(e, SUP_E_PARAMS, "mounts", "mounts: an array");
 	json_array_foreach (mounts, i, it) {
-		json_t *ro = json_object_get(it, "read_only");
-		if (!is_path(json_object_get(it, "source")) || !is_path(json_object_get(it, "target")) ||
-		    (ro && !json_is_boolean(ro)))
+		json_t *ro = json_object_get(it, "read_only"), *src = json_object_get(it, "source");
+		const char *sp = json_string_value(src);
+		if (!sp || sp[0] != '/' || strlen(sp) != json_string_length(src) ||
+		    !is_path(json_object_get(it, "target")) || (ro && !json_is_boolean(ro)))
 			return fail(e, SUP_E_PARAMS, "mounts",
-				    "mounts[%zu]: source and target absolute paths (no ',' ':')", i);
+				    "mounts[%zu]: source and target absolute paths", i);
 	}
 	if (!json_is_array(cmd) || json_array_size(cmd) == 0)
 		return fail(e, SUP_E_PARAMS, "command", "command: a non-empty array of strings");
@@ -798,10 +800,24 @@ m_start(const struct sup_cfg *c, json_t *p, long long dl, json_t **res, struct s
 		av_addf(&a, "--cpus=%lu.%03lu", cpus / 1000, cpus % 1000);
 	if (pids)
 		av_addf(&a, "--pids-limit=%lu", pids);
-	json_array_foreach (mounts, i, it)
-		av_addf(&a, "--volume=%s:%s:%s", json_string_value(json_object_get(it, "source")),
-			json_string_value(json_object_get(it, "target")),
+	json_array_foreach (mounts, i, it) {
+		/* The host path as it is (no "..", no link): podman's -v syntax
+		 * takes no ',' or ':' in it. */
+		char real[PATH_MAX];
+		const char *sp = json_string_value(json_object_get(it, "source"));
+		const char *why = NULL;
+		if (!realpath(sp, real))
+			why = strerror(errno);
+		else if (strpbrk(real, ",:\n"))
+			why = "holds ',' or ':'";
+		if (why) {
+			av_free(&a);
+			unlink(envp);
+			return fail(e, SUP_E_PARAMS, "mounts", "mounts[%zu]: %s: %s", i, sp, why);
+		}
+		av_addf(&a, "--volume=%s:%s:%s", real, json_string_value(json_object_get(it, "target")),
 			json_is_true(json_object_get(it, "read_only")) ? "ro" : "rw");
+	}
 	av_addf(&a, "--env-file=%s", envp);
 	av_addf(&a, "--workdir=%s", cwd ? cwd : "/");
 	av_addf(&a, "--hostname=%s", host ? host : id);

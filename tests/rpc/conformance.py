@@ -256,7 +256,10 @@ def main():
         f.write("from the host\n")
     spec = {"id": sid, "ref": ref, "isolation": "standard",
             "limits": {"memory_mb": 256, "cpus_milli": 500, "pids": 128},
-            "mounts": [{"source": a.mount_dir, "target": "/mnt/host", "read_only": True}],
+            # a source as sluiced may name it: with ".." (the supervisor
+            # resolves it)
+            "mounts": [{"source": os.path.join(a.mount_dir, "..", os.path.basename(a.mount_dir)),
+                        "target": "/mnt/host", "read_only": True}],
             "env": ["CONF_VAR=value with spaces", "PATH=/bin:/usr/bin"], "cwd": "/tmp",
             "hostname": "conf-host",
             "command": ["/bin/sh", "-c", "mkdir -p /tmp; exec sleep 100000"],
