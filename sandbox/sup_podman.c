@@ -792,6 +792,10 @@ m_start(const struct sup_cfg *c, json_t *p, long long dl, json_t **res, struct s
 		av_addf(&a, "ns:%s", netns);
 	else
 		av_add(&a, "none");
+	/* /etc/resolv.conf and /etc/hosts are the image's, not podman's bind
+	 * mounts: sluice writes them through the agent (its DNS door). */
+	av_add(&a, "--dns=none");
+	av_add(&a, "--no-hosts");
 	av_addf(&a, "--ulimit=nofile=%lu:%lu", c->nofile, c->nofile);
 	av_addf(&a, "--ulimit=nproc=%lu:%lu", c->nproc, c->nproc);
 	if (mem)

@@ -320,6 +320,11 @@ def lifecycle(a, peer, sid, h, pid):
     check("a mount of a host directory", code == 0 and out == "from the host\n", out)
     code, _, _ = ex(["/bin/sh", "-c", "echo x > /mnt/host/nope"])
     check("a read-only mount refuses writes", code not in (0, None), code)
+    code, out, err = ex(["/bin/sh", "-c", "echo nameserver 10.0.0.1 > /etc/resolv.tmp && "
+                         "mv /etc/resolv.tmp /etc/resolv.conf && echo 127.0.0.1 x > /etc/h.tmp && "
+                         "mv /etc/h.tmp /etc/hosts && cat /etc/resolv.conf"])
+    check("/etc/resolv.conf and /etc/hosts are the sandbox's own (replaced by rename)",
+          code == 0 and out == "nameserver 10.0.0.1\n", "%r %r %r" % (code, out, err))
     code, _, _ = ex(["/bin/sh", "-c", "exit 7"])
     check("exec: the command's exit code", code == 7, code)
 

@@ -44,7 +44,7 @@ ip -n "$NS" link set "rc$$b" up
 TREE=$E2E_TMP/tree
 mkdir -p "$TREE/bin" "$TREE/tmp" "$TREE/proc" "$TREE/sys" "$TREE/dev" "$TREE/etc"
 cp /bin/busybox "$TREE/bin/busybox"
-for a in sh cat ip ls mkdir sleep printf hostname pwd echo; do ln -s busybox "$TREE/bin/$a"; done
+for a in sh cat ip ls mkdir sleep printf hostname pwd echo mv; do ln -s busybox "$TREE/bin/$a"; done
 echo "root:x:0:0:root:/root:/bin/sh" >"$TREE/etc/passwd"
 mkdir -p "$E2E_TMP/mnt" "$E2E_TMP/copy" "$E2E_TMP/copy2"
 
