@@ -323,7 +323,7 @@ sbx_rpc_be_ensure(struct rpc_be *be, char *err, size_t errsz)
 	int fd, rc;
 	int64_t now = sbx_rpc_now_ms();
 
-	if (be->cli && sbx_rpc_client_alive(be->cli))
+	if (be->cli && sbx_rpc_client_probe(be->cli))
 		return 0;
 	if (be->cli)
 		note_down(be, "the connection was lost");

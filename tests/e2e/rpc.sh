@@ -158,12 +158,12 @@ check "the supervisor is the daemon's child (pid ${SP:-none})" test -n "$SP"
 x "$A" '{"argv":["echo","still"]}'
 check "the claim keeps working while its supervisor is down (the agent is sluiced's)" out_is still
 claim unix "" '{"pool":"p"}'
-B=$ID
+SB=$ID
 check "a claim after the supervisor died: 201 (it was started again)" status 201 || dump_log
 check "... and it was: a new supervisor process" eval 'n=$(sup_pid) && [ "$n" != "$SP" ]'
 check "... which adopted the running sandboxes again" logged "adopted again"
-x "$B" '{"argv":["hostname"]}'
-check "the new claim runs commands" out_is "$B"
+x "$SB" '{"argv":["hostname"]}'
+check "the new claim runs commands" out_is "$SB"
 
 # --- the daemon dies ---------------------------------------------------------
 kill -9 "$PID"
@@ -184,7 +184,7 @@ else
 fi
 
 # --- release -------------------------------------------------------------------
-for id in "$A" "$B"; do
+for id in "$A" "$SB"; do
 	check "$id's namespace is there" test -e "/run/netns/sl-rpc-$id"
 	op DELETE "/v1/sandboxes/$id"
 	check "release $id" is 'd["result"]' released
