@@ -1,7 +1,7 @@
 /* agent_setup.c: what a host says to a fresh sandbox's agent, shared by
  * the backends whose agent is reached over a stream (`vm`, `rpc`): hello,
- * then "configure" (time, entropy, hostname, env, cwd, the link's
- * address when the guest sets it itself, sluice's CA) and spec.files
+ * then "configure" (env, cwd, sluice's CA; for a VM also the time,
+ * entropy, hostname and the link's address) and spec.files
  * written through the agent (parents made). */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +35,7 @@ sbx_agent_hello_fd(int fd, int timeout_ms, char *err, size_t errsz)
 
 /* configure + files, on a dup of the agent stream. */
 int
-sbx_agent_setup(int agent_fd, const struct sbx_spec *spec, bool with_net, int timeout_ms, char *err,
+sbx_agent_setup(int agent_fd, const struct sbx_spec *spec, bool own_kernel, int timeout_ms, char *err,
                 size_t errsz)
 {
 	char host[SBX_ID_MAX + 16];
@@ -43,10 +43,15 @@ sbx_agent_setup(int agent_fd, const struct sbx_spec *spec, bool with_net, int ti
 	json_t *req, *env, *net = NULL;
 	int d, rc = 0;
 
-	/* the time and fresh entropy, as after every unpark; then what
-	 * makes this clone itself */
-	if ((rc = sbx_agent_req_refresh(&req, err, errsz)) < 0)
-		return rc;
+	/* a VM: the time and fresh entropy, as after every unpark (a
+	 * container has the host's clock and pool: setting them is refused,
+	 * clock_settime EPERM); then what makes this clone itself */
+	if (own_kernel) {
+		if ((rc = sbx_agent_req_refresh(&req, err, errsz)) < 0)
+			return rc;
+	} else if (!(req = sbx_agent_req_configure())) {
+		return sbx_fail(err, errsz, -ENOMEM, "out of memory");
+	}
 	env = json_object();
 	for (size_t i = 0; env && i < spec->nenv; i++) {
 		const char *eq = strchr(spec->env[i], '=');
@@ -54,7 +59,7 @@ sbx_agent_setup(int agent_fd, const struct sbx_spec *spec, bool with_net, int ti
 		snprintf(name, sizeof(name), "%.*s", (int)(eq - spec->env[i]), spec->env[i]);
 		json_object_set_new(env, name, json_string(eq + 1));
 	}
-	if (with_net && spec->net.kind == SBX_NET_LINK && spec->net.address) {
+	if (own_kernel && spec->net.kind == SBX_NET_LINK && spec->net.address) {
 		net = json_pack("{s:s}", "address", spec->net.address);
 		if (net && spec->net.gateway)
 			json_object_set_new(net, "gateway", json_string(spec->net.gateway));
@@ -67,7 +72,7 @@ sbx_agent_setup(int agent_fd, const struct sbx_spec *spec, bool with_net, int ti
 		if (*h == '_')
 			*h = '-';
 	/* every set runs (each takes its value, also when it fails) */
-	rc = json_object_set_new(req, "hostname", json_string(host));
+	rc = own_kernel ? json_object_set_new(req, "hostname", json_string(host)) : 0;
 	rc |= json_object_set_new(req, "env", env);
 	rc |= json_object_set_new(req, "cwd", json_string(spec->cwd ? spec->cwd : "/"));
 	if (net)

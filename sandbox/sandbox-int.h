@@ -56,11 +56,14 @@ int sbx_agent_trust_sync(int agent_fd, const char *pem, int timeout_ms, char *er
 char *sbx_strdup(const char *s);
 
 /* agent_setup.c (vm, rpc): hello on a dup of agent_fd; then "configure"
- * (time, entropy, hostname, env, cwd, the link's address/gateway/mtu
- * when with_net, the CA) and spec's files written through the agent. 0
- * or -errno with one line in err. */
+ * (env, cwd, the CA; when own_kernel, a guest with a kernel of its own
+ * (vm): also the time, fresh entropy, the hostname and the link's
+ * address/gateway/mtu) and spec's files written through the agent. A
+ * container (rpc) shares the host's clock and random pool and has no
+ * CAP_SYS_ADMIN: its supervisor sets its hostname at the start. 0 or
+ * -errno with one line in err. */
 int sbx_agent_hello_fd(int agent_fd, int timeout_ms, char *err, size_t errsz);
-int sbx_agent_setup(int agent_fd, const struct sbx_spec *spec, bool with_net, int timeout_ms,
+int sbx_agent_setup(int agent_fd, const struct sbx_spec *spec, bool own_kernel, int timeout_ms,
                     char *err, size_t errsz);
 
 /* link.c (ns, rpc): in the sandbox's network namespace sbx_ns, lo up and,
