@@ -1620,6 +1620,13 @@ load_supervisor(struct ctx *x, const struct cy_node *it, const char *p, struct c
 		return;
 	}
 	cs_pathf(r, q, ".command");
+	if (x->paths) {
+		/* a pool set through the API: its caller must not get a
+		 * command run as root */
+		cs_err_at(x, cmd, "%s: a supervisor command is set only in the configuration file "
+			  "(the API may name a socket)", r);
+		return;
+	}
 	if (!cs_get_seq(x, cmd, r, &k)) {
 		if (cmd->kind == CY_SEQ || cs_is_null(cmd))
 			cs_err_at(x, cmd, "%s: expected [PATH, ARGS...], got an empty list", r);
