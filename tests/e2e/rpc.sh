@@ -95,9 +95,10 @@ start_daemon() {
 # sup_pid: the supervisor of pool p, a child of the daemon.
 sup_pid() {
 	local c
+	# shellcheck disable=SC2013 # pids, one word each
 	for c in $(cat /proc/"$PID"/task/*/children 2>/dev/null); do
-		grep -q "$FSUP" "/proc/$c/cmdline" 2>/dev/null && grep -qv "$FSUP.down" "/proc/$c/cmdline" &&
-			tr '\0' ' ' <"/proc/$c/cmdline" | grep -q -- "--state $FSUP --log" && { echo "$c"; return 0; }
+		[[ $(tr '\0' ' ' <"/proc/$c/cmdline" 2>/dev/null) == *"--state $FSUP --log"* ]] &&
+			{ echo "$c"; return 0; }
 	done
 	return 1
 }
@@ -168,7 +169,7 @@ check "the new claim runs commands" out_is "$SB"
 # --- the daemon dies ---------------------------------------------------------
 kill -9 "$PID"
 wait "$PID" 2>/dev/null || true
-x_before=$(ls "$FSUP"/*.json 2>/dev/null | wc -l)
+x_before=$(find "$FSUP" -maxdepth 1 -name "*.json" | wc -l)
 check "the sandboxes outlive the daemon ($x_before records)" test "$x_before" -ge 2
 if start_daemon; then
 	pass "the daemon starts again"
