@@ -25,6 +25,9 @@ struct ctx {
 	 * node's line L names its position as paths[L - 1]. */
 	const char *const *paths;
 	size_t npaths;
+	/* JSON pools (the API): the configuration they replace, whose
+	 * supervisor commands alone they may name */
+	const struct conf *base;
 };
 
 void cs_err_at(struct ctx *x, const struct cy_node *n, const char *fmt, ...)

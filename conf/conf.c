@@ -1581,6 +1581,24 @@ load_tenants(struct ctx *x, const struct cy_node *n)
 /* pools[i].supervisor: only with backend rpc, and then required, with
  * exactly one of command (a list: an absolute path, then its arguments)
  * and socket (an absolute path that fits a unix socket address). */
+/* Does a pool of base have exactly this supervisor command? */
+static bool
+command_in(const struct conf *base, char *const *argv, size_t argc)
+{
+	for (size_t i = 0; base && i < base->npools; i++) {
+		const struct conf_pool *b = &base->pools[i];
+		size_t k;
+
+		if (b->supervisor_argc != argc)
+			continue;
+		for (k = 0; k < argc && strcmp(b->supervisor_argv[k], argv[k]) == 0; k++)
+			;
+		if (k == argc)
+			return true;
+	}
+	return false;
+}
+
 static void
 load_supervisor(struct ctx *x, const struct cy_node *it, const char *p, struct conf_pool *po)
 {
@@ -1640,6 +1658,14 @@ load_supervisor(struct ctx *x, const struct cy_node *it, const char *p, struct c
 		}
 	}
 	po->supervisor_argv[k] = NULL;
+	if (x->paths && !command_in(x->base, po->supervisor_argv, k)) {
+		/* a pool set through the API: its caller must not get a
+		 * command of its own run as root */
+		cs_err_at(x, cmd, "%s: a supervisor command is set only in the configuration file "
+			  "(the API may name one of its commands, or a socket)", r);
+		po->supervisor_argv = NULL;
+		return;
+	}
 	if (po->supervisor_argv[0][0] != '/') {
 		cs_err_at(x, cmd->items[0], "%s[0]: expected the supervisor's absolute path, got '%s'",
 			  r, po->supervisor_argv[0]);
@@ -1995,11 +2021,11 @@ conf_load_mem(const char *name, const char *buf, size_t len, struct conf_diag *d
 }
 
 size_t
-conf_load_pools_tree(struct conf *c, const struct cy_node *seq, const char *file,
-		     const char *const *paths, size_t npaths, struct conf_diag *d)
+conf_load_pools_tree(struct conf *c, const struct conf *base, const struct cy_node *seq,
+		     const char *file, const char *const *paths, size_t npaths, struct conf_diag *d)
 {
 	struct ctx x = { .c = c, .a = c->arena, .file = file, .d = d,
-			 .paths = paths, .npaths = npaths };
+			 .paths = paths, .npaths = npaths, .base = base };
 
 	c->pools = NULL;
 	c->npools = 0;

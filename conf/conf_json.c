@@ -522,7 +522,7 @@ conf_with_pools_json(const struct conf *base, const json_t *body, struct conf_di
 	root = convert(&t, pools, add_path(&t, "pools"), 1);
 	if (root && !t.failed) {
 		c = conf_copy_but_pools(base);
-		errors = conf_load_pools_tree(c, root, JSON_DIAG_FILE, (const char *const *)t.paths,
+		errors = conf_load_pools_tree(c, base, root, JSON_DIAG_FILE, (const char *const *)t.paths,
 		                              t.npaths, &tmp);
 	}
 	conf_diag_sort(&tmp);

@@ -16,6 +16,7 @@
 #define RPC_BACKOFF_MAX_MS 30000
 #define RPC_STABLE_MS      60000 /* a connection that lived this long resets the back-off */
 #define RPC_CAPS_MS        10000
+#define RPC_BACKOFF_WAIT_MS 1000 /* a caller waits out a back-off this short */
 #define RPC_KEY_MAX        2048
 
 struct sbx;

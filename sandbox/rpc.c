@@ -235,7 +235,7 @@ saved_parse(const json_t *j, struct rpc_saved *sv, char **key, char *err, size_t
 	memset(sv, 0, sizeof(*sv));
 	if (key)
 		*key = NULL;
-	if (!sbx_id_ok(id))
+	if (!id || !sbx_id_ok(id))
 		return sbx_fail(err, errsz, -EINVAL, "saved rpc sandbox: bad id");
 	snprintf(sv->id, sizeof(sv->id), "%s", id);
 	if (!handle_ok(h))

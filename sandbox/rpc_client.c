@@ -153,6 +153,27 @@ sbx_rpc_client_unref(struct sbx_rpc_client *c)
 }
 
 bool
+sbx_rpc_client_probe(struct sbx_rpc_client *c)
+{
+	bool up;
+
+	pthread_mutex_lock(&c->mu);
+	if (!c->dead && !c->leader && c->fd >= 0) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		char b;
+
+		/* an idle connection has nothing to read: readable is EOF,
+		 * an error, or bytes nobody asked for (left for the reader) */
+		if (poll(&p, 1, 0) > 0 &&
+		    ((p.revents & (POLLHUP | POLLERR)) || recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0))
+			kill_locked(c, "the supervisor closed the connection");
+	}
+	up = !c->dead;
+	pthread_mutex_unlock(&c->mu);
+	return up;
+}
+
+bool
 sbx_rpc_client_alive(struct sbx_rpc_client *c)
 {
 	bool up;

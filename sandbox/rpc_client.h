@@ -51,6 +51,10 @@ void sbx_rpc_client_unref(struct sbx_rpc_client *c);
 int sbx_rpc_call(struct sbx_rpc_client *c, const char *method, const struct json_t *params,
                  int64_t deadline, struct json_t **result, int *code, char *err, size_t errsz);
 
+/* Looks at an idle connection (no reader): EOF or an error there makes
+ * it dead now, rather than at the next call. Up? */
+bool sbx_rpc_client_probe(struct sbx_rpc_client *c);
+
 /* Is the connection still up (as far as anyone has seen)? */
 bool sbx_rpc_client_alive(struct sbx_rpc_client *c);
 

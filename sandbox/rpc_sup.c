@@ -323,10 +323,18 @@ sbx_rpc_be_ensure(struct rpc_be *be, char *err, size_t errsz)
 	int fd, rc;
 	int64_t now = sbx_rpc_now_ms();
 
-	if (be->cli && sbx_rpc_client_alive(be->cli))
+	if (be->cli && sbx_rpc_client_probe(be->cli))
 		return 0;
 	if (be->cli)
 		note_down(be, "the connection was lost");
+	/* a short back-off is waited for: the call that found the
+	 * supervisor gone is the one that starts it again */
+	if (now < be->retry_at && be->retry_at - now <= RPC_BACKOFF_WAIT_MS) {
+		nanosleep(&(struct timespec){ (be->retry_at - now) / 1000,
+		                              ((be->retry_at - now) % 1000) * 1000000 },
+		          NULL);
+		now = sbx_rpc_now_ms();
+	}
 	if (now < be->retry_at)
 		return sbx_fail(err, errsz, -EAGAIN, "rpc: supervisor down (%s); next try in "
 		                "%lld ms", be->why, (long long)(be->retry_at - now));

@@ -584,6 +584,48 @@ test_storm(void **st)
 	assert_int_equal(fd_count(), base);
 }
 
+/* A peer that goes away while nobody is calling: the probe sees it at
+ * once and closes our end. */
+static void
+script_exit_idle(struct peer *p)
+{
+	(void)p;
+}
+
+static void
+test_probe_idle_peer_gone(void **st)
+{
+	int base = fd_count();
+	struct peer p;
+	struct sbx_rpc_client *c = setup(&p, script_exit_idle);
+
+	(void)st;
+	pthread_join(p.th, NULL); /* the peer closed its end */
+	assert_false(sbx_rpc_client_probe(c));
+	assert_false(sbx_rpc_client_alive(c));
+	assert_int_equal(fd_count(), base);
+	sbx_rpc_client_unref(c);
+	assert_int_equal(fd_count(), base);
+}
+
+static void
+test_probe_idle_peer_up(void **st)
+{
+	int base = fd_count();
+	struct peer p;
+	struct sbx_rpc_client *c = setup(&p, script_echo_all);
+	char err[256] = "", echo[64] = "";
+
+	(void)st;
+	assert_true(sbx_rpc_client_probe(c));
+	assert_int_equal(call(c, "x", 10000, err, sizeof(err), echo), 0);
+	assert_true(sbx_rpc_client_probe(c));
+	sbx_rpc_client_unref(c);
+	pthread_join(p.th, NULL);
+	assert_int_equal(fd_count(), base);
+}
+
+
 int
 main(void)
 {
@@ -598,6 +640,8 @@ main(void)
 		cmocka_unit_test(test_dead_peer_fails_all),
 		cmocka_unit_test(test_out_of_order),
 		cmocka_unit_test(test_storm),
+		cmocka_unit_test(test_probe_idle_peer_gone),
+		cmocka_unit_test(test_probe_idle_peer_up),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
