@@ -915,7 +915,8 @@ if [ "$BACKEND" = rpc ]; then
 	for _ in $(seq 150); do readopted 2>/dev/null && { ok_=1; break; }; sleep 0.2; done
 	check "after the supervisor was killed (SIGKILL), the claim is re-adopted: it runs commands, its files are there" \
 		test "$ok_" = 1
-	NEWSUP=$(pgrep -P "$PID" -x sluice-supervis | head -1)
+	# (the killed one may linger as a zombie until sluiced reaps it)
+	NEWSUP=$(pgrep -P "$PID" -x sluice-supervis | grep -vx "$SUPPID" | head -1)
 	check "... by another supervisor sluiced started (pid ${NEWSUP:-none})" \
 		eval '[ -n "$NEWSUP" ] && [ "$NEWSUP" != "$SUPPID" ]'
 	x "$A" '{"argv":["curl","-sS","-m","20","http://origin.test/"],"timeout_seconds":30}'
