@@ -100,6 +100,8 @@ struct pstate {
 	uint64_t claims[2], boots, boot_failures, boot_ms_sum;
 	uint64_t buckets[POOL_BOOT_BUCKETS];
 	int rpc_available;              /* rpc: -1 not asked yet, 0 no, 1 yes */
+	bool rpc_checking;              /* rpc: a check job is out */
+	uint64_t rpc_check_at;          /* rpc: the next check (mono ms) */
 	char rpc_reason[256];           /* rpc: why not */
 	struct sbx_list warm;
 	struct pstate *next;
@@ -1050,6 +1052,65 @@ boot_async(struct pool_mgr *m, struct pstate *p)
 	return 0;
 }
 
+/* An rpc pool's supervisor, checked on a worker now and then (every
+ * RPC_CHECK_MS): a supervisor that died is started again (after its
+ * back-off) and adopts its sandboxes again even while nothing calls it,
+ * and the pool's availability stays current. */
+#define RPC_CHECK_MS 1000
+
+struct rpc_job {
+	struct pool_mgr *m;
+	const struct sbx_backend *be;
+	char pool[64];
+};
+
+static void
+rpc_check_job(void *arg)
+{
+	struct rpc_job *j = arg;
+	struct pool_mgr *m = j->m;
+	struct pstate *p;
+	char why[256];
+	int ok = pool_rpc_available(j->be, why, sizeof(why));
+
+	pthread_mutex_lock(&m->mu);
+	if ((p = pool_find(m, j->pool))) {
+		p->rpc_checking = false;
+		p->rpc_available = ok;
+		snprintf(p->rpc_reason, sizeof(p->rpc_reason), "%s", ok ? "" : why);
+		p->rpc_check_at = mono_ms() + RPC_CHECK_MS;
+	}
+	free(j);
+	m->inflight--;
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* Under m->mu. */
+static void
+rpc_check_maybe(struct pool_mgr *m, struct pstate *p, uint64_t now)
+{
+	struct rpc_job *j;
+
+	if (!p->cp || p->cp->backend != CONF_BACKEND_RPC || p->rpc_checking ||
+	    now < p->rpc_check_at || !(j = calloc(1, sizeof(*j))))
+		return;
+	j->m = m;
+	j->be = pool_backend_of(p->cp, NULL, 0);
+	snprintf(j->pool, sizeof(j->pool), "%s", p->name);
+	if (!j->be) {
+		free(j);
+		return;
+	}
+	p->rpc_checking = true;
+	m->inflight++;
+	if (m->host.submit(m->host.arg, rpc_check_job, j) < 0) {
+		p->rpc_checking = false;
+		m->inflight--;
+		free(j);
+	}
+}
+
 /* ---- the pool set ----------------------------------------------------- */
 
 static void
@@ -1899,6 +1960,7 @@ pool_mgr_tick(struct pool_mgr *m)
 			pp = &p->next;
 			continue;
 		}
+		rpc_check_maybe(m, p, now);
 		p->target = pool_target(pool_rate_at(&p->rate, now), &p->lead, POOL_SAFETY,
 					p->cp->warm, p->cp->warm_max);
 		if (now >= p->backoff_until) {
