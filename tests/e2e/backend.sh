@@ -916,7 +916,14 @@ if [ "$BACKEND" = rpc ]; then
 	check "after the supervisor was killed (SIGKILL), the claim is re-adopted: it runs commands, its files are there" \
 		test "$ok_" = 1
 	# (the killed one may linger as a zombie until sluiced reaps it)
-	NEWSUP=$(pgrep -P "$PID" -x sluice-supervis | grep -vx "$SUPPID" | head -1)
+	# sluiced starts it again within its back-off (its pool check runs
+	# every second): wait for it, up to 30 s
+	NEWSUP=
+	for _ in $(seq 300); do
+		NEWSUP=$(pgrep -P "$PID" -x sluice-supervis | grep -vx "$SUPPID" | head -1) || true
+		[ -n "$NEWSUP" ] && break
+		sleep 0.1
+	done
 	check "... by another supervisor sluiced started (pid ${NEWSUP:-none})" \
 		eval '[ -n "$NEWSUP" ] && [ "$NEWSUP" != "$SUPPID" ]'
 	x "$A" '{"argv":["curl","-sS","-m","20","http://origin.test/"],"timeout_seconds":30}'
