@@ -63,9 +63,24 @@ podman_store_cleanup() {
 	done
 	rm -rf "$SUPDIR"
 }
+# rpc: sluiced makes each sandbox's namespace (/run/netns/sl-rpc-ID) and
+# keeps it while the sandbox outlives it; the ids are the containers'
+# labels and the data_dir's sandbox directories.
+rpc_netns_cleanup() {
+	local id
+	for id in $(timeout 60 "${PODMAN[@]}" ps -a --format '{{index .Labels "sluice.id"}}' 2>/dev/null) \
+		$(ls "$E2E_TMP/data/sandboxes" 2>/dev/null); do
+		[[ $id =~ ^[A-Za-z0-9_.-]+$ ]] && [ -e "/run/netns/sl-rpc-$id" ] &&
+			ip netns del "sl-rpc-$id" 2>/dev/null
+	done
+	return 0
+}
 e2e_cleanup_extra() {
 	end_left_sandboxes "$LOG"
-	[ "$BACKEND" != rpc ] || podman_store_cleanup
+	if [ "$BACKEND" = rpc ]; then
+		rpc_netns_cleanup
+		podman_store_cleanup
+	fi
 }
 # A start that failed says why: the daemon's log. (api.sh has its own.)
 declare -F dump_log >/dev/null ||
