@@ -8,13 +8,16 @@ E2E_JOBS=${E2E_JOBS:-2}
 
 # Every build and test dependency, from Debian's packages.
 # publicsuffix is data sluiced reads at run time (conf/conf_psl.c).
+# podman and runc: sluice-supervisor-podman's engine (the rpc backend's
+# tests; docs/supervisor-podman.md).
 PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev
   libssl-dev libnghttp2-dev libc-ares-dev libnftnl-dev libmnl-dev libyaml-dev
   libcmocka-dev libjansson-dev libpsl-dev publicsuffix"
 PKGS_TEST="curl wget git python3 iproute2 procps nftables nginx-light openssl util-linux
   dnsmasq-base nghttp2-client busybox-static netcat-openbsd openssh-client openssh-server
   qemu-system-x86 erofs-utils cpio kmod xz-utils zstd lz4
-  python3-requests python3-socks python3-botocore python3-yaml python3-websockets nodejs npm"
+  python3-requests python3-socks python3-botocore python3-yaml python3-websockets nodejs npm
+  podman runc"
 # Only ./build.sh bench installs these: the proxies sluice is compared with.
 # squid-openssl is squid built with TLS (ssl-bump, security_file_certgen);
 # it replaces the squid package (they conflict) and serves forward.sh too.

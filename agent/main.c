@@ -10,6 +10,11 @@
  *                              outlives its host, which reconnects. Only
  *                              peers outside our pid namespace are
  *                              accepted (see listen.c)
+ *   sluice-agent --listen PATH
+ *                              as with --fd, but no host to begin with:
+ *                              wait for the first host on PATH (a
+ *                              container's PID 1 that the `rpc` backend's
+ *                              supervisor starts: docs/backend-rpc.md)
  *   sluice-agent --port PATH   open PATH (/dev/hvc0, /dev/vport0p1, ...)
  *                              and serve it; when the host goes away, wait
  *                              for the next one on it (a virtio port
@@ -54,7 +59,7 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: sluice-agent --fd N [--listen PATH] | --port PATH\n"
+	fprintf(f, "usage: sluice-agent --fd N [--listen PATH] | --listen PATH | --port PATH\n"
 		   "       (as PID 1 without arguments: a VM's /init)\n"
 		   "Serves the sluice agent protocol (agent/proto.h) on an "
 		   "inherited fd or a serial port.\n"
@@ -357,13 +362,14 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if ((fd < 0) == (port == NULL)) {
-		fprintf(stderr, "sluice-agent: give exactly one of --fd N and "
-				"--port PATH\n");
+	/* --listen alone: no first host, wait for one on the socket */
+	if ((fd < 0 && !listen_path) == (port == NULL)) {
+		fprintf(stderr, "sluice-agent: give exactly one of --fd N, "
+				"--listen PATH and --port PATH\n");
 		return 2;
 	}
-	if (listen_path && fd < 0) {
-		fprintf(stderr, "sluice-agent: --listen goes with --fd\n");
+	if (listen_path && port) {
+		fprintf(stderr, "sluice-agent: --listen does not go with --port\n");
 		return 2;
 	}
 

@@ -4,7 +4,9 @@
 # host memory per idle sandbox, and 1,000 idle busybox sandboxes alive at
 # once. `vm` (where build/vm/ holds the guest images): cold boot to
 # agent-ready, the template snapshot, restore of a clone, resuming a
-# parked clone as a claim does, and host memory per parked clone. No sandbox has a network link, so nothing here
+# parked clone as a claim does, and host memory per parked clone. `rpc`
+# (where podman and sluice-supervisor-podman are): the supervisor's
+# sandbox.start to agent-ready. No sandbox has a network link, so nothing here
 # touches any network namespace but the sandboxes' own. A trap stops
 # every sandbox and removes what they leave. See bench/README.md.
 set -euo pipefail
@@ -15,6 +17,7 @@ IDLE=${SBX_BENCH_IDLE:-50}    # idle sandboxes measured per template
 MANY=${SBX_BENCH_MANY:-1000}  # alive at once
 VM_COLD=${SBX_BENCH_VM_COLD:-5}  # vm cold boots timed
 VM_N=${SBX_BENCH_VM_N:-20}       # vm clones timed, then held parked
+RPC_N=${SBX_BENCH_RPC_N:-20}     # rpc (podman) starts timed
 [ -x "$SBX" ] || { echo "no $SBX: build first" >&2; exit 1; }
 tmp=$(mktemp -d /tmp/sl-bench-sandbox.XXXXXX)
 ID=slb$$
@@ -36,6 +39,14 @@ cleanup() {
 	for d in $(find /sys/fs/cgroup -maxdepth 8 -type d -name "$ID-*" 2>/dev/null); do
 		for _ in $(seq 50); do rmdir "$d" 2>/dev/null && break; sleep 0.1; done
 	done
+	# the rpc supervisor's private podman storage: its containers, mounts
+	if [ -d "$tmp/rpc/state" ]; then
+		local P=(podman --root "$tmp/rpc/state/storage" --runroot "$tmp/rpc/state/run"
+			--tmpdir "$tmp/rpc/state/tmp" --cgroup-manager cgroupfs --events-backend file)
+		timeout 60 "${P[@]}" rm -af -t 0 >/dev/null 2>&1 || true
+		timeout 60 "${P[@]}" rmi -af >/dev/null 2>&1 || true
+		findmnt -rn -o TARGET | grep "^$tmp/" | sort -r | xargs -r umount -l 2>/dev/null || true
+	fi
 	rm -rf "$tmp"
 	exit $rc
 }
@@ -206,6 +217,28 @@ else
 		"inotify instances $(cat /proc/sys/fs/inotify/max_user_instances)"
 	echo "  left after stop: $(leftovers "$ID-k" || true)"
 	echo "  goal: $MANY alive: MISSED"
+fi
+
+# ---- rpc: podman through sluice-supervisor-podman ---------------------------
+# The rpc backend's start as sluiced makes it: sandbox.start over the
+# protocol (podman run -d, runc) to the agent listening on its socket, no
+# network; the supervisor's podman storage is private, under $tmp/rpc.
+SUP=${SL_BUILD:-$SL_SRC/build}/gateway/sluice-supervisor-podman
+echo
+if [ -x "$SUP" ] && command -v podman >/dev/null; then
+	mkdir -p "$tmp/rpc/tree/bin" "$tmp/rpc/tree/tmp" "$tmp/rpc/tree/etc"
+	cp /bin/busybox "$tmp/rpc/tree/bin/" && ln -s busybox "$tmp/rpc/tree/bin/sh"
+	echo "root:x:0:0:root:/root:/bin/sh" >"$tmp/rpc/tree/etc/passwd"
+	read -r _ ens rest < <(python3 "$SL_SRC/bench/rpc_start.py" "$SUP" \
+		"$(dirname "$SBX")/../agent" "$tmp/rpc/tree" "$tmp/rpc" "$RPC_N" 2>&1 | tail -n 1)
+	read -r mean max med p99 rmed smed < <(sed -E \
+		's/.*mean ([0-9.]+) ms, max ([0-9.]+) ms, median ([0-9.]+) ms, p99 ([0-9.]+) ms; reply: median ([0-9.]+) ms; stop: median ([0-9.]+) ms/\1 \2 \3 \4 \5 \6/' <<<"$rest")
+	echo "rpc sandboxes (podman $(podman --version | awk '{ print $3 }'), runc, busybox, no network):"
+	echo "  template import (tar | podman import, once per template): ${ens:-?} ms"
+	printf '  sandbox.start to agent-ready (%d): median %s ms, p99 %s ms, max %s ms (the reply alone: median %s ms); stop: median %s ms\n' \
+		"$RPC_N" "$med" "$p99" "$max" "$rmed" "$smed"
+else
+	echo "rpc: no $SUP or no podman: skipped"
 fi
 
 # ---- vm: QEMU microVMs --------------------------------------------------

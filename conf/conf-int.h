@@ -61,8 +61,10 @@ struct cy_node *cy_parse(struct conf_arena *a, const char *file,
  * against c's lanes and policies, and the pool names c's tenants list.
  * Strings go to c->arena. Errors go to d as "FILE:LINE:COL: message";
  * `paths` (NULL for YAML) names node line L's JSON path as paths[L - 1], used
- * where a message points at a second node. Returns the number of errors. */
-size_t conf_load_pools_tree(struct conf *c, const struct cy_node *seq, const char *file,
+ * where a message points at a second node; `base` (JSON: the configuration
+ * the set replaces) holds the only supervisor commands JSON may name.
+ * Returns the number of errors. */
+size_t conf_load_pools_tree(struct conf *c, const struct conf *base, const struct cy_node *seq, const char *file,
 			    const char *const *paths, size_t npaths, struct conf_diag *d);
 
 /* Fills l (whose arena is set; everything else is overwritten) from `item`,

@@ -25,6 +25,9 @@ struct ctx {
 	 * node's line L names its position as paths[L - 1]. */
 	const char *const *paths;
 	size_t npaths;
+	/* JSON pools (the API): the configuration they replace, whose
+	 * supervisor commands alone they may name */
+	const struct conf *base;
 };
 
 /* NULL in the daemon. When set (tests/docs/conf_keys_dump.c only, before

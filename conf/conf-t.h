@@ -278,6 +278,7 @@ struct conf_tenant {
 enum conf_backend {
 	CONF_BACKEND_NS = 0,
 	CONF_BACKEND_VM,
+	CONF_BACKEND_RPC, /* an external supervisor (docs/backend-rpc.md) */
 };
 
 enum conf_template_kind {
@@ -302,6 +303,10 @@ struct conf_pool {
 	uint32_t pids;
 	uint32_t ttl_default_s;
 	uint32_t ttl_max_s;
+	/* backend rpc: exactly one of the two (docs/backend-rpc.md) */
+	char **supervisor_argv;         /* command: [PATH, ARGS...], PATH absolute */
+	size_t supervisor_argc;
+	char *supervisor_socket;        /* socket: an absolute unix socket path */
 	struct conf_pos pos;
 };
 

@@ -74,7 +74,7 @@ conf_policy_mode_name(enum conf_policy_mode m)
 const char *
 conf_backend_name(enum conf_backend b)
 {
-	return b == CONF_BACKEND_VM ? "vm" : "ns";
+	return b == CONF_BACKEND_VM ? "vm" : b == CONF_BACKEND_RPC ? "rpc" : "ns";
 }
 
 /* ---- did you mean ---- */
@@ -1582,14 +1582,111 @@ load_tenants(struct ctx *x, const struct cy_node *n)
 				}
 }
 
+/* pools[i].supervisor: only with backend rpc, and then required, with
+ * exactly one of command (a list: an absolute path, then its arguments)
+ * and socket (an absolute path that fits a unix socket address). */
+/* Does a pool of base have exactly this supervisor command? */
+static bool
+command_in(const struct conf *base, char *const *argv, size_t argc)
+{
+	for (size_t i = 0; base && i < base->npools; i++) {
+		const struct conf_pool *b = &base->pools[i];
+		size_t k;
+
+		if (b->supervisor_argc != argc)
+			continue;
+		for (k = 0; k < argc && strcmp(b->supervisor_argv[k], argv[k]) == 0; k++)
+			;
+		if (k == argc)
+			return true;
+	}
+	return false;
+}
+
+static void
+load_supervisor(struct ctx *x, const struct cy_node *it, const char *p, struct conf_pool *po)
+{
+	static const char *const skeys[] = { "command", "socket", NULL };
+	const struct cy_node *sv = cs_map_get(it, "supervisor"), *cmd, *sock;
+	char q[PATHSZ], r[PATHSZ];
+	size_t k;
+
+	cs_pathf(q, p, ".supervisor");
+	if (po->backend != CONF_BACKEND_RPC) {
+		if (sv)
+			cs_err_at(x, sv, "%s: only a pool with backend rpc has a supervisor", q);
+		return;
+	}
+	if (!sv || cs_is_null(sv)) {
+		cs_err_at(x, it, "%s: backend rpc needs a supervisor: {command: [PATH, ARGS...]} "
+			  "or {socket: PATH}", p);
+		return;
+	}
+	k = x->errors;
+	if (!cs_expect_map(x, sv, q, skeys) || x->errors != k)
+		return; /* an unknown key said enough */
+	cmd = cs_map_get(sv, "command");
+	sock = cs_map_get(sv, "socket");
+	if ((cmd != NULL) == (sock != NULL)) {
+		cs_err_at(x, sv, "%s: give exactly one of command and socket", q);
+		return;
+	}
+	if (sock) {
+		cs_pathf(r, q, ".socket");
+		if (cs_get_str(x, sock, r, &po->supervisor_socket) &&
+		    (po->supervisor_socket[0] != '/' || strlen(po->supervisor_socket) >= 108)) {
+			cs_err_at(x, sock, "%s: expected an absolute path of a unix socket "
+				  "(under 108 bytes)", r);
+			po->supervisor_socket = NULL;
+		}
+		return;
+	}
+	cs_pathf(r, q, ".command");
+	if (!cs_get_seq(x, cmd, r, &k)) {
+		if (cmd->kind == CY_SEQ || cs_is_null(cmd))
+			cs_err_at(x, cmd, "%s: expected [PATH, ARGS...], got an empty list", r);
+		return;
+	}
+	if (k > 64) {
+		cs_err_at(x, cmd, "%s: %zu arguments; at most 64", r, k);
+		return;
+	}
+	po->supervisor_argv = conf_arena_alloc(x->a, (k + 1) * sizeof(char *));
+	for (size_t i = 0; i < k; i++) {
+		char a[PATHSZ];
+
+		cs_pathf(a, r, "[%zu]", i);
+		if (!cs_get_str(x, cmd->items[i], a, &po->supervisor_argv[i])) {
+			po->supervisor_argv = NULL;
+			return;
+		}
+	}
+	po->supervisor_argv[k] = NULL;
+	if (x->paths && !command_in(x->base, po->supervisor_argv, k)) {
+		/* a pool set through the API: its caller must not get a
+		 * command of its own run as root */
+		cs_err_at(x, cmd, "%s: a supervisor command is set only in the configuration file "
+			  "(the API may name one of its commands, or a socket)", r);
+		po->supervisor_argv = NULL;
+		return;
+	}
+	if (po->supervisor_argv[0][0] != '/') {
+		cs_err_at(x, cmd->items[0], "%s[0]: expected the supervisor's absolute path, got '%s'",
+			  r, po->supervisor_argv[0]);
+		po->supervisor_argv = NULL;
+		return;
+	}
+	po->supervisor_argc = k;
+}
+
 static void
 load_pools(struct ctx *x, const struct cy_node *n)
 {
 	static const char *const keys[] = { "name", "backend", "template", "lane", "policy", "warm",
-					    "warm_max", "limits", "ttl", NULL };
+					    "warm_max", "limits", "ttl", "supervisor", NULL };
 	static const char *const lkeys[] = { "memory_mb", "cpus", "pids", NULL };
 	static const char *const tkeys[] = { "default_seconds", "max_seconds", NULL };
-	static const char *const backends[] = { "ns", "vm", NULL };
+	static const char *const backends[] = { "ns", "vm", "rpc", NULL };
 	struct conf *c = x->c;
 	size_t cnt;
 
@@ -1621,6 +1718,7 @@ load_pools(struct ctx *x, const struct cy_node *n)
 		get_name(x, it, p, &po->name);
 		if (cs_get_enum(x, cs_map_get(it, "backend"), (cs_pathf(q, p, ".backend"), q), backends, &v))
 			po->backend = (enum conf_backend)v;
+		load_supervisor(x, it, p, po);
 		tp = cs_map_get(it, "template");
 		if (cs_get_str(x, tp, (cs_pathf(q, p, ".template"), q), &po->template_dir)) {
 			if (strcmp(po->template_dir, "busybox") == 0) {
@@ -1927,11 +2025,11 @@ conf_load_mem(const char *name, const char *buf, size_t len, struct conf_diag *d
 }
 
 size_t
-conf_load_pools_tree(struct conf *c, const struct cy_node *seq, const char *file,
-		     const char *const *paths, size_t npaths, struct conf_diag *d)
+conf_load_pools_tree(struct conf *c, const struct conf *base, const struct cy_node *seq,
+		     const char *file, const char *const *paths, size_t npaths, struct conf_diag *d)
 {
 	struct ctx x = { .c = c, .a = c->arena, .file = file, .d = d,
-			 .paths = paths, .npaths = npaths };
+			 .paths = paths, .npaths = npaths, .base = base };
 
 	c->pools = NULL;
 	c->npools = 0;

@@ -522,7 +522,7 @@ conf_with_pools_json(const struct conf *base, const json_t *body, struct conf_di
 	root = convert(&t, pools, add_path(&t, "pools"), 1);
 	if (root && !t.failed) {
 		c = conf_copy_but_pools(base);
-		errors = conf_load_pools_tree(c, root, JSON_DIAG_FILE, (const char *const *)t.paths,
+		errors = conf_load_pools_tree(c, base, root, JSON_DIAG_FILE, (const char *const *)t.paths,
 		                              t.npaths, &tmp);
 	}
 	conf_diag_sort(&tmp);
@@ -563,6 +563,18 @@ conf_pools_to_json(const struct conf *c)
 		    (json_int_t)po->pids, "ttl", "default_seconds", (json_int_t)po->ttl_default_s,
 		    "max_seconds", (json_int_t)po->ttl_max_s);
 
+		if (o && po->backend == CONF_BACKEND_RPC) {
+			json_t *sv = json_object(), *argv = json_array();
+
+			for (size_t k = 0; argv && k < po->supervisor_argc; k++)
+				json_array_append_new(argv, json_string(po->supervisor_argv[k]));
+			if (po->supervisor_socket)
+				json_object_set_new(sv, "socket", json_string(po->supervisor_socket));
+			else
+				json_object_set(sv, "command", argv);
+			json_decref(argv);
+			json_object_set_new(o, "supervisor", sv);
+		}
 		if (!o || json_array_append_new(list, o) < 0) {
 			json_decref(list);
 			return NULL;

@@ -21,6 +21,7 @@
 #include "conf.h"
 #include "diff.h"
 #include "manager.h"
+#include "rpc_glue.h"
 #include "sandbox.h"
 #include "journal.h"
 #include "state.h"
@@ -42,6 +43,7 @@ struct boot_params {
 	char tdir[512];
 	char lane[64];
 	struct sbx_limits limits;
+	const struct sbx_backend *be;   /* rpc: its supervisor's instance */
 };
 
 struct pstate;
@@ -98,6 +100,10 @@ struct pstate {
 	uint64_t backoff_until;
 	uint64_t claims[2], boots, boot_failures, boot_ms_sum;
 	uint64_t buckets[POOL_BOOT_BUCKETS];
+	int rpc_available;              /* rpc: -1 not asked yet, 0 no, 1 yes */
+	bool rpc_checking;              /* rpc: a check job is out */
+	uint64_t rpc_check_at;          /* rpc: the next check (mono ms) */
+	char rpc_reason[256];           /* rpc: why not */
 	struct sbx_list warm;
 	struct pstate *next;
 };
@@ -287,6 +293,8 @@ bp_fill(struct boot_params *bp, const struct conf_pool *cp)
 	bp->limits.memory_mb = cp->memory_mb;
 	bp->limits.cpus_milli = cp->cpus_milli;
 	bp->limits.pids = cp->pids;
+	if (cp->backend == CONF_BACKEND_RPC)
+		bp->be = pool_backend_of(cp, NULL, 0);
 }
 
 /* ---- sandboxes -------------------------------------------------------- */
@@ -610,7 +618,8 @@ template_get(struct pool_mgr *m, const struct boot_params *bp, const struct sbx_
 	pthread_mutex_lock(&m->tpl_mu);
 	for (c = m->tpls; c; c = c->next)
 		if (c->backend == bp->backend && c->kind == bp->tkind &&
-		    strcmp(c->dir, bp->tdir) == 0)
+		    strcmp(c->dir, bp->tdir) == 0 &&
+		    (bp->backend != CONF_BACKEND_RPC || c->be == bp->be))
 			goto found;
 	c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -621,7 +630,8 @@ template_get(struct pool_mgr *m, const struct boot_params *bp, const struct sbx_
 	c->backend = bp->backend;
 	c->kind = bp->tkind;
 	snprintf(c->dir, sizeof(c->dir), "%s", bp->tdir);
-	c->be = sbx_backend_get(conf_backend_name(bp->backend));
+	c->be = bp->backend == CONF_BACKEND_RPC ? bp->be
+						: sbx_backend_get(conf_backend_name(bp->backend));
 	if (!c->be) {
 		snprintf(err, errsz, "backend %s is not available on this host",
 			 conf_backend_name(bp->backend));
@@ -661,6 +671,23 @@ boot_one(struct pool_mgr *m, struct pool_sbx *s, char *err, size_t errsz)
 	char addr[32], gw[INET_ADDRSTRLEN], e2[256], conf[160];
 	int rc, fd;
 
+	if (s->bp.backend == CONF_BACKEND_RPC) {
+		/* the supervisor first: one that says its engine cannot run
+		 * here makes the pool report why, instead of booting */
+		char why[256];
+		int ok = s->bp.be ? pool_rpc_available(s->bp.be, why, sizeof(why)) : 0;
+
+		if (!s->bp.be)
+			snprintf(why, sizeof(why), "no supervisor");
+		pthread_mutex_lock(&m->mu);
+		s->pool->rpc_available = ok;
+		snprintf(s->pool->rpc_reason, sizeof(s->pool->rpc_reason), "%s", ok ? "" : why);
+		pthread_mutex_unlock(&m->mu);
+		if (!ok) {
+			snprintf(err, errsz, "supervisor not available: %s", why);
+			return -ENOTSUP;
+		}
+	}
 	rc = template_get(m, &s->bp, &be, &t, err, errsz);
 	if (rc < 0)
 		return rc;
@@ -1023,6 +1050,65 @@ boot_async(struct pool_mgr *m, struct pstate *p)
 	return 0;
 }
 
+/* An rpc pool's supervisor, checked on a worker now and then (every
+ * RPC_CHECK_MS): a supervisor that died is started again (after its
+ * back-off) and adopts its sandboxes again even while nothing calls it,
+ * and the pool's availability stays current. */
+#define RPC_CHECK_MS 1000
+
+struct rpc_job {
+	struct pool_mgr *m;
+	const struct sbx_backend *be;
+	char pool[64];
+};
+
+static void
+rpc_check_job(void *arg)
+{
+	struct rpc_job *j = arg;
+	struct pool_mgr *m = j->m;
+	struct pstate *p;
+	char why[256];
+	int ok = pool_rpc_available(j->be, why, sizeof(why));
+
+	pthread_mutex_lock(&m->mu);
+	if ((p = pool_find(m, j->pool))) {
+		p->rpc_checking = false;
+		p->rpc_available = ok;
+		snprintf(p->rpc_reason, sizeof(p->rpc_reason), "%s", ok ? "" : why);
+		p->rpc_check_at = mono_ms() + RPC_CHECK_MS;
+	}
+	free(j);
+	m->inflight--;
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* Under m->mu. */
+static void
+rpc_check_maybe(struct pool_mgr *m, struct pstate *p, uint64_t now)
+{
+	struct rpc_job *j;
+
+	if (!p->cp || p->cp->backend != CONF_BACKEND_RPC || p->rpc_checking ||
+	    now < p->rpc_check_at || !(j = calloc(1, sizeof(*j))))
+		return;
+	j->m = m;
+	j->be = pool_backend_of(p->cp, NULL, 0);
+	snprintf(j->pool, sizeof(j->pool), "%s", p->name);
+	if (!j->be) {
+		free(j);
+		return;
+	}
+	p->rpc_checking = true;
+	m->inflight++;
+	if (m->host.submit(m->host.arg, rpc_check_job, j) < 0) {
+		p->rpc_checking = false;
+		m->inflight--;
+		free(j);
+	}
+}
+
 /* ---- the pool set ----------------------------------------------------- */
 
 static void
@@ -1053,6 +1139,7 @@ pool_mgr_set_conf(struct pool_mgr *m, struct conf *c)
 			}
 			snprintf(p->name, sizeof(p->name), "%s", cp->name);
 			TAILQ_INIT(&p->warm);
+			p->rpc_available = -1;
 			p->next = m->pools;
 			m->pools = p;
 			mlog(m, POOL_LOG_INFO, "pool %s: added (warm %u, warm_max %u)", cp->name,
@@ -1196,6 +1283,7 @@ pool_for(struct pool_mgr *m, const char *name)
 		return NULL;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	TAILQ_INIT(&p->warm);
+	p->rpc_available = -1;
 	p->draining = true;
 	p->next = m->pools;
 	m->pools = p;
@@ -1268,13 +1356,12 @@ adopt_one(struct restore *r, const char *id, const json_t *e)
 {
 	struct pool_mgr *m = r->m;
 	const json_t *ref = json_object_get(e, "ref");
-	const char *backend = json_string_value(json_object_get(ref, "backend"));
 	const char *pool = json_string_value(json_object_get(e, "pool"));
 	const char *lane = json_string_value(json_object_get(e, "lane"));
 	const char *address = json_string_value(json_object_get(e, "address"));
 	const char *tenant = json_string_value(json_object_get(e, "tenant"));
 	bool claimed = strcmp(json_string_value(json_object_get(e, "state")) ?: "", "claimed") == 0;
-	const struct sbx_backend *be = sbx_backend_get(backend ? backend : "ns");
+	const struct sbx_backend *be = pool_backend_of_ref(ref, NULL, 0);
 	struct pool_sbx *s;
 	struct sbx *h = NULL;
 	struct in_addr a = { 0 };
@@ -1589,6 +1676,25 @@ restore(struct pool_mgr *m, char *err, size_t errsz)
 			else
 				sweeps += k;
 		}
+		/* and every rpc pool's supervisor, once each */
+		for (struct pstate *p = m->pools; p; p = p->next) {
+			const struct sbx_backend *be = p->cp ? pool_backend_of(p->cp, NULL, 0) : NULL;
+			bool seen = false;
+			int k;
+
+			if (!be || p->cp->backend != CONF_BACKEND_RPC)
+				continue;
+			for (struct pstate *q = m->pools; q != p; q = q->next)
+				seen = seen || (q->cp && q->cp->backend == CONF_BACKEND_RPC &&
+						pool_backend_of(q->cp, NULL, 0) == be);
+			if (seen)
+				continue;
+			k = sbx_sweep(be, keep, n, e2, sizeof(e2));
+			if (k < 0)
+				mlog(m, POOL_LOG_WARN, "restart: sweep: %s", e2);
+			else
+				sweeps += k;
+		}
 		free(keep);
 	}
 	mlog(m, POOL_LOG_INFO,
@@ -1852,6 +1958,7 @@ pool_mgr_tick(struct pool_mgr *m)
 			pp = &p->next;
 			continue;
 		}
+		rpc_check_maybe(m, p, now);
 		p->target = pool_target(pool_rate_at(&p->rate, now), &p->lead, POOL_SAFETY,
 					p->cp->warm, p->cp->warm_max);
 		if (now >= p->backoff_until) {
@@ -2427,6 +2534,8 @@ pool_mgr_each_pool(struct pool_mgr *m, void (*cb)(void *arg, const struct pool_i
 		i.lead_ms = p->lead.n ? p->lead.ms : 0;
 		i.rate_per_s = pool_rate_at(&p->rate, now);
 		i.backoff_ms = p->backoff_until > now ? p->backoff_until - now : 0;
+		i.available = p->cp && p->cp->backend == CONF_BACKEND_RPC ? p->rpc_available : 1;
+		i.unavailable_reason = i.available == 0 ? p->rpc_reason : NULL;
 		cb(arg, &i);
 	}
 	pthread_mutex_unlock(&m->mu);

@@ -153,6 +153,10 @@ struct pool_info {
 	double lead_ms;
 	double rate_per_s;
 	uint64_t backoff_ms;            /* left of the back-off, 0: none */
+	int available;                  /* rpc: its supervisor's engine can run here
+					   (1), cannot (0: unavailable_reason
+					   says why), not asked yet (-1); others 1 */
+	const char *unavailable_reason;
 };
 
 /* One claim (or tombstone), as the API shows it. Everything is borrowed

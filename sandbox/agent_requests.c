@@ -155,6 +155,12 @@ sbx_agent_req_add_ca(json_t *req, const char *pem, char *err, size_t errsz)
 }
 
 json_t *
+sbx_agent_req_configure(void)
+{
+	return json_pack("{s:s}", AGENT_F_OP, AGENT_OP_CONFIGURE);
+}
+
+json_t *
 sbx_agent_req_ca(const char *pem, char *err, size_t errsz)
 {
 	json_t *j = json_pack("{s:s}", AGENT_F_OP, AGENT_OP_CONFIGURE);

@@ -52,6 +52,9 @@ int sbx_agent_req_refresh(struct json_t **out, char *err, size_t errsz);
  * ("ca": the agent installs it; see agent/proto.h AGENT_F_CA). 0, or
  * -EINVAL (not 1..SBX_CA_MAX bytes of UTF-8) / -ENOMEM with err set. */
 int sbx_agent_req_add_ca(struct json_t *req, const char *pem, char *err, size_t errsz);
+/* An empty "configure" request, for a caller to add fields to. NULL out
+ * of memory. */
+struct json_t *sbx_agent_req_configure(void);
 /* A "configure" request with sluice's CA alone (the ns backend's, right
  * after the agent starts). NULL with err set. */
 struct json_t *sbx_agent_req_ca(const char *pem, char *err, size_t errsz);

@@ -78,17 +78,19 @@ struct sbx {
 /* ---- the parent -------------------------------------------------------- */
 
 static void
-ns_caps(struct sbx_caps *c)
+ns_caps(const struct sbx_backend *b, struct sbx_caps *c)
 {
+	(void)b;
 	c->name = "ns";
 	c->limit_memory = c->limit_pids = true;
 	c->network = c->mounts = c->files = true;
 }
 
 static int
-ns_template_ensure(const struct sbx_template_req *req, struct sbx_template **out, char *err,
-                   size_t errsz)
+ns_template_ensure(const struct sbx_backend *b, const struct sbx_template_req *req,
+                   struct sbx_template **out, char *err, size_t errsz)
 {
+	(void)b;
 	return sbx_tpl_ensure(req, out, err, errsz);
 }
 
@@ -419,69 +421,13 @@ static int
 setup_net(struct sbx *s, const struct sbx_net *n, char *err, size_t errsz)
 {
 	char p[64];
-	int childns = -1, peerns = -1, nl = -1, rc;
-	const char *step = "";
+	int childns, rc;
 
 	sbx_pathf(p, sizeof(p), "/proc/%d/ns/net", (int)s->pid);
 	childns = open(p, O_RDONLY | O_CLOEXEC);
 	if (childns < 0)
 		return sbx_fail(err, errsz, -errno, "start: %s: %s", p, strerror(errno));
-	rc = nl = fw_rtnl_open_in(childns);
-	step = "netlink in the sandbox";
-	if (rc < 0)
-		goto out;
-	step = "lo up";
-	if ((rc = fw_rtnl_link_up(nl, "lo", 0)) < 0)
-		goto out;
-	if (n->kind != SBX_NET_LINK)
-		goto out;
-	if ((rc = peerns = sbx_open_peer_ns(n, err, errsz)) < 0) {
-		close(childns);
-		close(nl);
-		return rc;
-	}
-	step = "netlink in the peer namespace";
-	if ((rc = s->nl_peer = fw_rtnl_open_in(peerns)) < 0)
-		goto out;
-	step = "create veth";
-	if ((rc = fw_rtnl_veth_add(nl, "eth0", n->peer_ifname, peerns)) < 0)
-		goto out;
-	sbx_pathf(s->peer.ifname, sizeof(s->peer.ifname), "%s", n->peer_ifname);
-	{
-		/* What sbx_save() records to find this very link again. */
-		struct stat st;
-		int ix = fw_rtnl_ifindex(s->nl_peer, n->peer_ifname);
-		s->peer.ifindex = ix > 0 ? ix : 0;
-		if (fstat(peerns, &st) == 0)
-			s->peer.netns_ino = (unsigned long long)st.st_ino;
-		if (n->peer_netns_fd < 0)
-			sbx_pathf(s->peer.netns, sizeof(s->peer.netns), "%s", n->peer_netns);
-	}
-	step = "peer up";
-	if ((rc = fw_rtnl_link_up(s->nl_peer, n->peer_ifname, n->mtu)) < 0)
-		goto out;
-	step = "peer address";
-	if (n->peer_address &&
-	    (rc = fw_rtnl_addr_add_p2p(s->nl_peer, n->peer_ifname, n->peer_address, n->address)) < 0)
-		goto out;
-	step = "eth0 up";
-	if ((rc = fw_rtnl_link_up(nl, "eth0", n->mtu)) < 0)
-		goto out;
-	step = "address";
-	if (n->address && (rc = fw_rtnl_addr_add(nl, "eth0", n->address)) < 0)
-		goto out;
-	step = "default route";
-	if (n->gateway && (rc = fw_rtnl_route_default(nl, "eth0", n->gateway)) < 0)
-		goto out;
-out:
-	if (rc < 0)
-		rc = sbx_fail(err, errsz, rc, "start: network: %s: %s", step, strerror(-rc));
-	else
-		rc = 0;
-	if (nl >= 0)
-		close(nl);
-	if (peerns >= 0)
-		close(peerns);
+	rc = sbx_link_setup(childns, n, &s->nl_peer, &s->peer, err, errsz);
 	close(childns);
 	return rc;
 }
@@ -827,12 +773,14 @@ out:
 }
 
 static int
-ns_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
+ns_adopt(const struct sbx_backend *b, const json_t *saved, struct sbx **out, char *err,
+         size_t errsz)
 {
 	struct sbx_saved *sv;
 	struct sbx *s = NULL;
 	int rc, pidfd = -1, fd = -1;
 
+	(void)b;
 	if (!(sv = sbx_calloc(1, sizeof(*sv))))
 		return sbx_fail(err, errsz, -ENOMEM, "adopt: out of memory");
 	if ((rc = sbx_saved_parse(saved, sv, err, errsz)) < 0)
@@ -922,14 +870,17 @@ static const struct sbx_durable ns_durable = {
 };
 
 static int
-ns_forget(const json_t *saved, char *err, size_t errsz)
+ns_forget(const struct sbx_backend *b, const json_t *saved, char *err, size_t errsz)
 {
+	(void)b;
 	return sbx_durable_forget(&ns_durable, saved, err, errsz);
 }
 
 static int
-ns_sweep(const char *const *keep, size_t nkeep, char *err, size_t errsz)
+ns_sweep(const struct sbx_backend *b, const char *const *keep, size_t nkeep, char *err,
+         size_t errsz)
 {
+	(void)b;
 	return sbx_durable_sweep(&ns_durable, keep, nkeep, err, errsz);
 }
 

@@ -55,6 +55,27 @@ void *sbx_calloc(size_t n, size_t sz);
 int sbx_agent_trust_sync(int agent_fd, const char *pem, int timeout_ms, char *err, size_t errsz);
 char *sbx_strdup(const char *s);
 
+/* agent_setup.c (vm, rpc): hello on a dup of agent_fd; then "configure"
+ * (env, cwd, the CA; when own_kernel, a guest with a kernel of its own
+ * (vm): also the time, fresh entropy, the hostname and the link's
+ * address/gateway/mtu) and spec's files written through the agent. A
+ * container (rpc) shares the host's clock and random pool and has no
+ * CAP_SYS_ADMIN: its supervisor sets its hostname at the start. 0 or
+ * -errno with one line in err. */
+int sbx_agent_hello_fd(int agent_fd, int timeout_ms, char *err, size_t errsz);
+int sbx_agent_setup(int agent_fd, const struct sbx_spec *spec, bool own_kernel, int timeout_ms,
+                    char *err, size_t errsz);
+
+/* link.c (ns, rpc): in the sandbox's network namespace sbx_ns, lo up and,
+ * for a SBX_NET_LINK, the veth eth0 whose peer end goes to n's peer
+ * namespace, addressed, routed, up. *nl_peer: a netlink socket in the
+ * peer namespace (the caller closes it; -1 when no link), *peer what
+ * finds the link again. 0 or -errno with one line in err; on failure
+ * the caller removes what was made (the peer link by *peer). */
+struct sbx_link;
+int sbx_link_setup(int sbx_ns, const struct sbx_net *n, int *nl_peer, struct sbx_link *peer,
+                   char *err, size_t errsz);
+
 /* ---- cgroups (cgroup.c) ---------------------------------------------- */
 
 enum sbx_cg_ctrl { SBX_CG_MEMORY = 0, SBX_CG_CPU, SBX_CG_PIDS, SBX_CG__N };

@@ -148,12 +148,14 @@ struct sbx_spec {
 
 #define SBX_CA_MAX (16u * 1024)
 
-/* One backend. Every op writes one line into err on failure and returns
+/* One backend. The ops that have no handle nor template to go by are
+ * given the backend itself (b): an `rpc` backend is one instance per
+ * supervisor. Every op writes one line into err on failure and returns
  * a negative errno; see sandbox.h for each op's contract. */
 struct sbx_backend_ops {
 	const char *name;
-	void (*caps)(struct sbx_caps *out);
-	int (*template_ensure)(const struct sbx_template_req *req, struct sbx_template **out,
+	void (*caps)(const struct sbx_backend *b, struct sbx_caps *out);
+	int (*template_ensure)(const struct sbx_backend *b, const struct sbx_template_req *req, struct sbx_template **out,
 	                       char *err, size_t errsz);
 	void (*template_free)(struct sbx_template *t);
 	int (*start)(const struct sbx_template *t, const struct sbx_spec *spec, struct sbx **out,
@@ -164,13 +166,30 @@ struct sbx_backend_ops {
 	/* Durability: see sbx_save() and what follows it in sandbox.h.
 	 * `saved` has been checked to be an object naming this backend. */
 	struct json_t *(*save)(const struct sbx *s);
-	int (*adopt)(const struct json_t *saved, struct sbx **out, char *err, size_t errsz);
-	int (*forget)(const struct json_t *saved, char *err, size_t errsz);
-	int (*sweep)(const char *const *keep, size_t nkeep, char *err, size_t errsz);
+	int (*adopt)(const struct sbx_backend *b, const struct json_t *saved, struct sbx **out, char *err, size_t errsz);
+	int (*forget)(const struct sbx_backend *b, const struct json_t *saved, char *err, size_t errsz);
+	int (*sweep)(const struct sbx_backend *b, const char *const *keep, size_t nkeep, char *err, size_t errsz);
 	void (*release)(struct sbx *s);
 	/* NULL when the backend cannot park (caps.park false). */
 	int (*park)(struct sbx *s, char *err, size_t errsz);
 	int (*unpark)(struct sbx *s, char *err, size_t errsz);
+};
+
+/* An `rpc` backend's supervisor (docs/backend-rpc.md): exactly one of a
+ * command that sluiced starts (argv[0] absolute) and the unix socket of
+ * one that runs on its own. Borrowed for the call. */
+struct sbx_rpc_conf {
+	const char *const *argv;
+	size_t argc;
+	const char *socket;
+};
+
+/* What sbx_rpc_backend_check() found. */
+struct sbx_rpc_status {
+	bool up;        /* connected, capabilities answered */
+	bool available; /* the supervisor's engine can run here */
+	char engine[64];
+	char reason[256]; /* why not up or not available, one line */
 };
 
 #define SBX_ID_MAX     48

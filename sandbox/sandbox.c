@@ -133,7 +133,7 @@ void
 sbx_caps(const struct sbx_backend *b, struct sbx_caps *out)
 {
 	memset(out, 0, sizeof(*out));
-	b->ops->caps(out);
+	b->ops->caps(b, out);
 }
 
 int
@@ -143,7 +143,7 @@ sbx_template_ensure(const struct sbx_backend *b, const struct sbx_template_req *
 	*out = NULL;
 	if (!req)
 		return sbx_fail(err, errsz, -EINVAL, "template: no request");
-	return b->ops->template_ensure(req, out, err, errsz);
+	return b->ops->template_ensure(b, req, out, err, errsz);
 }
 
 void
@@ -444,7 +444,7 @@ sbx_adopt(const struct sbx_backend *b, const json_t *saved, struct sbx **out, ch
 		return sbx_fail(err, errsz, -ENOTSUP, "adopt: this backend cannot adopt");
 	if ((rc = saved_check(b, saved, err, errsz)) < 0)
 		return rc;
-	rc = b->ops->adopt(saved, out, err, errsz);
+	rc = b->ops->adopt(b, saved, out, err, errsz);
 	if (rc == 0)
 		((struct sbx_head *)(void *)*out)->backend = b;
 	return rc;
@@ -459,7 +459,7 @@ sbx_forget(const struct sbx_backend *b, const json_t *saved, char *err, size_t e
 		return sbx_fail(err, errsz, -ENOTSUP, "forget: this backend cannot forget");
 	if ((rc = saved_check(b, saved, err, errsz)) < 0)
 		return rc;
-	return b->ops->forget(saved, err, errsz);
+	return b->ops->forget(b, saved, err, errsz);
 }
 
 int
@@ -470,7 +470,7 @@ sbx_sweep(const struct sbx_backend *b, const char *const *keep, size_t nkeep, ch
 		return sbx_fail(err, errsz, -ENOTSUP, "sweep: this backend cannot sweep");
 	if (nkeep && !keep)
 		return sbx_fail(err, errsz, -EINVAL, "sweep: keep missing");
-	return b->ops->sweep(keep, nkeep, err, errsz);
+	return b->ops->sweep(b, keep, nkeep, err, errsz);
 }
 
 void

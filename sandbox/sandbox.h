@@ -21,6 +21,22 @@ void sbx_fini(void);
  * host cannot run it. The result is static. */
 const struct sbx_backend *sbx_backend_get(const char *name);
 
+/* The `rpc` backend instance for supervisor c (one per distinct command
+ * line or socket, made on first use, kept for the process's life; the
+ * supervisor is started or connected to lazily). NULL with err set when
+ * c is malformed. The result is static. */
+const struct sbx_backend *sbx_rpc_backend_get(const struct sbx_rpc_conf *c, char *err,
+                                              size_t errsz);
+/* The instance a saved rpc sandbox names ("supervisor"), for adopt,
+ * forget and the sweep after a restart. NULL with err set. */
+const struct sbx_backend *sbx_rpc_backend_from_saved(const struct json_t *saved, char *err,
+                                                     size_t errsz);
+/* Connects (starting the supervisor) when it is down and its back-off
+ * has passed, and re-adopts its sandboxes on a new connection; says
+ * whether it is up and whether its engine can run here (capabilities).
+ * Blocks for at most a few seconds. b must be an rpc backend. */
+void sbx_rpc_backend_check(const struct sbx_backend *b, struct sbx_rpc_status *st);
+
 /* The backend's ops table (for code that dispatches itself). */
 const struct sbx_backend_ops *sbx_backend_ops(const struct sbx_backend *b);
 

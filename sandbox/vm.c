@@ -551,22 +551,6 @@ agent_connect(const char *dir, pid_t pid, int64_t deadline, char *err, size_t er
 	return sbx_vm_unix_connect(p, (int)pid, deadline, err, errsz);
 }
 
-/* Hello on a connection made from a dup of fd. */
-static int
-agent_hello(int fd, int timeout_ms, char *err, size_t errsz)
-{
-	struct sbx_agent_conn *c;
-	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3), rc;
-
-	if (d < 0)
-		return sbx_fail(err, errsz, -errno, "dup: %s", strerror(errno));
-	if (!(c = sbx_agent_conn_new(d)))
-		return sbx_fail(err, errsz, -ENOMEM, "out of memory");
-	rc = sbx_agent_hello_sync(c, timeout_ms, NULL, err, errsz);
-	sbx_agent_conn_free(c);
-	return rc;
-}
-
 /* Waits for an incoming or outgoing migration to end. */
 static int
 migrate_wait(struct sbx_qmp *q, const char *cmd, int64_t deadline, char *err, size_t errsz)
@@ -718,7 +702,7 @@ boot_template(const struct sbx_vm_tpl *t, const char *img_dir, unsigned mem, uns
 	}
 	if ((rc = fd = agent_connect(dir, pid, now_ms() + QMP_MS, err, errsz)) < 0)
 		goto out;
-	if ((rc = agent_hello(fd, hello_ms, err, errsz)) < 0)
+	if ((rc = sbx_agent_hello_fd(fd, hello_ms, err, errsz)) < 0)
 		goto out;
 	sbx_log(SBX_LOG_INFO, "vm: template booted to agent hello in %lld ms (%s)",
 	        (long long)(now_ms() - t0), kvm ? "kvm" : "tcg");
@@ -1066,8 +1050,9 @@ teardown(struct sbx *s, uint32_t grace_ms, char *err, size_t errsz)
 }
 
 static void
-vm_caps(struct sbx_caps *c)
+vm_caps(const struct sbx_backend *b, struct sbx_caps *c)
 {
+	(void)b;
 	c->name = "vm";
 	c->limit_memory = true;
 	c->limit_pids = false; /* the guest's own processes are not limited */
@@ -1076,9 +1061,10 @@ vm_caps(struct sbx_caps *c)
 }
 
 static int
-vm_template_ensure(const struct sbx_template_req *req, struct sbx_template **out, char *err,
-                   size_t errsz)
+vm_template_ensure(const struct sbx_backend *b, const struct sbx_template_req *req,
+                   struct sbx_template **out, char *err, size_t errsz)
 {
+	(void)b;
 	struct sbx_vm_tpl *t;
 	int rc = sbx_vm_tpl_ensure(req, &t, err, errsz);
 
@@ -1090,115 +1076,6 @@ static void
 vm_template_free(struct sbx_template *t)
 {
 	free(t);
-}
-
-/* configure + files, on a dup of the agent stream. */
-static int
-agent_setup(struct sbx *s, const struct sbx_spec *spec, int timeout_ms, char *err, size_t errsz)
-{
-	char host[SBX_ID_MAX + 16];
-	struct sbx_agent_conn *c;
-	json_t *req, *env, *net = NULL;
-	int d, rc = 0;
-
-	/* the time and fresh entropy, as after every unpark; then what
-	 * makes this clone itself */
-	if ((rc = sbx_agent_req_refresh(&req, err, errsz)) < 0)
-		return rc;
-	env = json_object();
-	for (size_t i = 0; env && i < spec->nenv; i++) {
-		const char *eq = strchr(spec->env[i], '=');
-		char name[256];
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - spec->env[i]), spec->env[i]);
-		json_object_set_new(env, name, json_string(eq + 1));
-	}
-	if (spec->net.kind == SBX_NET_LINK && spec->net.address) {
-		net = json_pack("{s:s}", "address", spec->net.address);
-		if (net && spec->net.gateway)
-			json_object_set_new(net, "gateway", json_string(spec->net.gateway));
-		if (net && spec->net.mtu)
-			json_object_set_new(net, "mtu", json_integer(spec->net.mtu));
-	}
-	/* An id may hold '_', which a host name may not. */
-	snprintf(host, sizeof(host), "%s", spec->hostname ? spec->hostname : spec->id);
-	for (char *h = host; *h; h++)
-		if (*h == '_')
-			*h = '-';
-	/* every set runs (each takes its value, also when it fails) */
-	rc = json_object_set_new(req, "hostname", json_string(host));
-	rc |= json_object_set_new(req, "env", env);
-	rc |= json_object_set_new(req, "cwd", json_string(spec->cwd ? spec->cwd : "/"));
-	if (net)
-		rc |= json_object_set_new(req, "net", net);
-	if (rc) {
-		json_decref(req);
-		return sbx_fail(err, errsz, -ENOMEM, "out of memory");
-	}
-	/* sluice's CA: the agent installs it in the guest's overlay */
-	if (spec->ca_pem && (rc = sbx_agent_req_add_ca(req, spec->ca_pem, err, errsz)) < 0) {
-		json_decref(req);
-		return rc;
-	}
-	d = fcntl(s->agent_fd, F_DUPFD_CLOEXEC, 3);
-	if (d < 0 || !(c = sbx_agent_conn_new(d))) {
-		json_decref(req);
-		return sbx_fail(err, errsz, -ENOMEM, "agent connection: out of memory");
-	}
-	rc = sbx_agent_op_sync(c, req, timeout_ms, NULL, err, errsz);
-	json_decref(req);
-	if (rc < 0) {
-		char e2[256];
-		snprintf(e2, sizeof(e2), "%s", err ? err : "");
-		sbx_fail(err, errsz, rc, "agent configure: %s", e2);
-		goto out;
-	}
-	for (size_t i = 0; i < spec->nfiles; i++) {
-		const struct sbx_file *f = &spec->files[i];
-		char parent[512];
-		int mfd;
-		snprintf(parent, sizeof(parent), "%s", f->path);
-		*strrchr(parent, '/') = 0;
-		if (parent[0]) {
-			json_t *mk = sbx_agent_req_mkdir(parent, true);
-			rc = sbx_agent_op_sync(c, mk, timeout_ms, NULL, err, errsz);
-			json_decref(mk);
-			if (rc < 0 && rc != -EEXIST)
-				goto fileerr;
-		}
-		if ((mfd = memfd_create("sbx-file", MFD_CLOEXEC)) < 0) {
-			rc = sbx_fail(err, errsz, -errno, "memfd: %s", strerror(errno));
-			goto fileerr;
-		}
-		for (size_t off = 0; off < f->len;) {
-			ssize_t w = write(mfd, (const char *)f->data + off, f->len - off);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				rc = sbx_fail(err, errsz, w < 0 ? -errno : -EIO, "memfd write: %s",
-				              w < 0 ? strerror(errno) : "short write");
-				close(mfd);
-				goto fileerr;
-			}
-			off += (size_t)w;
-		}
-		lseek(mfd, 0, SEEK_SET);
-		rc = sbx_agent_write_sync(c, f->path, f->mode ? f->mode : 0644, mfd, timeout_ms,
-		                          NULL, err, errsz);
-		close(mfd);
-		if (rc < 0)
-			goto fileerr;
-		continue;
-	fileerr : {
-		char e2[256];
-		snprintf(e2, sizeof(e2), "%s", err ? err : "");
-		sbx_fail(err, errsz, rc, "write %s: %s", f->path, e2);
-		goto out;
-	}
-	}
-	rc = 0;
-out:
-	sbx_agent_conn_free(c);
-	return rc;
 }
 
 /* Launches QEMU for s (clone of snapshot k when k, else a cold boot),
@@ -1271,7 +1148,7 @@ boot_sandbox(struct sbx *s, const struct sbx_vm_tpl *t, const char *img_dir, uns
 	}
 	if ((rc = s->agent_fd = agent_connect(s->dir, s->pid, now_ms() + QMP_MS, err, errsz)) < 0)
 		return rc;
-	return agent_hello(
+	return sbx_agent_hello_fd(
 	    s->agent_fd, k ? HELLO_CLONE_MS : (kvm ? HELLO_KVM_MS * 4 : HELLO_COLD_MS), err, errsz);
 }
 
@@ -1417,7 +1294,7 @@ vm_start(const struct sbx_template *tpl, const struct sbx_spec *spec, struct sbx
 	if (!use_snap &&
 	    (rc = boot_sandbox(s, t, img_dir, mem, vcpus, kvm, NULL, spec, peerns, err, errsz)) < 0)
 		goto fail;
-	if ((rc = agent_setup(s, spec, HELLO_CLONE_MS, err, errsz)) < 0)
+	if ((rc = sbx_agent_setup(s->agent_fd, spec, true, HELLO_CLONE_MS, err, errsz)) < 0)
 		goto fail;
 	if ((rc = sbx_read_start_time(s->pid, &s->start_time)) < 0) {
 		rc = sbx_fail(err, errsz, rc, "start: /proc/%d/stat: %s", (int)s->pid,
@@ -1524,13 +1401,15 @@ vm_unpark(struct sbx *s, char *err, size_t errsz)
 /* ---- adopt, forget, sweep ---------------------------------------------------- */
 
 static int
-vm_adopt(const json_t *saved, struct sbx **out, char *err, size_t errsz)
+vm_adopt(const struct sbx_backend *b, const json_t *saved, struct sbx **out, char *err,
+         size_t errsz)
 {
 	struct sbx_vm_saved *sv;
 	struct sbx *s = NULL;
 	json_t *st = NULL;
 	int rc, pidfd = -1;
 
+	(void)b;
 	if (!(sv = sbx_calloc(1, sizeof(*sv))) || !(s = sbx_calloc(1, sizeof(*s)))) {
 		free(sv);
 		return sbx_fail(err, errsz, -ENOMEM, "adopt: out of memory");
@@ -1601,14 +1480,17 @@ static const struct sbx_durable vm_durable = {
 };
 
 static int
-vm_forget(const json_t *saved, char *err, size_t errsz)
+vm_forget(const struct sbx_backend *b, const json_t *saved, char *err, size_t errsz)
 {
+	(void)b;
 	return sbx_durable_forget(&vm_durable, saved, err, errsz);
 }
 
 static int
-vm_sweep(const char *const *keep, size_t nkeep, char *err, size_t errsz)
+vm_sweep(const struct sbx_backend *b, const char *const *keep, size_t nkeep, char *err,
+         size_t errsz)
 {
+	(void)b;
 	return sbx_durable_sweep(&vm_durable, keep, nkeep, err, errsz);
 }
 

@@ -211,9 +211,13 @@ tree_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 	return 0;
 }
 
-int
-sbx_vm_tpl_ensure(const struct sbx_template_req *req, struct sbx_vm_tpl **out, char *err,
-                  size_t errsz)
+/* The inputs of the template req names: *name ("busybox", "host",
+ * "dir"), *src (the tree a build starts from: the ns busybox tree or the
+ * operator's directory; *lower holds the busybox one, free it) and a hash
+ * of everything the built template depends on. 0 or -errno with err. */
+static int
+tpl_inputs(const struct sbx_template_req *req, struct sbx_template **lower, const char **name,
+           const char **src, uint64_t *hash, char *err, size_t errsz)
 {
 	static const char *const host_progs[] = {
 	    "/usr/bin/curl",       "/usr/bin/wget",     "/usr/bin/python3",
@@ -221,6 +225,107 @@ sbx_vm_tpl_ensure(const struct sbx_template_req *req, struct sbx_vm_tpl **out, c
 	    "/usr/lib/python3.11", "/usr/lib/git-core", "/usr/share/ca-certificates",
 	    "/usr/bin/ssh"};
 	struct sbx_template_req bb = {.kind = SBX_TEMPLATE_BUSYBOX};
+	uint64_t h = FNV_INIT;
+	int rc;
+
+	*lower = NULL;
+	switch (req->kind) {
+	case SBX_TEMPLATE_DIR:
+		if ((rc = sbx_tpl_dir_check(req->dir, err, errsz)) < 0)
+			return rc;
+		*name = "dir";
+		*src = req->dir;
+		tree_h = sbx_vm_hash(FNV_INIT, "dir", 4);
+		if (nftw(req->dir, tree_one, 16, FTW_PHYS | FTW_MOUNT) < 0)
+			return sbx_fail(err, errsz, -errno, "template: walk %s: %s", req->dir,
+			                strerror(errno));
+		*hash = tree_h;
+		return 0;
+	case SBX_TEMPLATE_BUSYBOX:
+	case SBX_TEMPLATE_HOST:
+		*name = req->kind == SBX_TEMPLATE_BUSYBOX ? "busybox" : "host";
+		if ((rc = sbx_tpl_ensure(&bb, lower, err, errsz)) < 0)
+			return rc;
+		*src = (*lower)->lower;
+		h = sbx_vm_hash(h, *name, strlen(*name) + 1);
+		{
+			char p[PATH_MAX + 16];
+			sbx_pathf(p, sizeof(p), "%s/bin/busybox", *src);
+			h = sbx_vm_hash_stat(h, p);
+		}
+		if (req->kind == SBX_TEMPLATE_HOST) {
+			for (size_t i = 0; i < sizeof(host_progs) / sizeof(host_progs[0]); i++)
+				h = sbx_vm_hash_stat(h, host_progs[i]);
+			/* how the image is made is part of what it is */
+			h = sbx_vm_hash(h, host_sh, sizeof(host_sh));
+		}
+		*hash = h;
+		return 0;
+	default:
+		return sbx_fail(err, errsz, -EINVAL, "template: unknown kind %d", (int)req->kind);
+	}
+}
+
+/* The host tree: src (the busybox tree) plus the host's programs, into
+ * the new directory stage. log: the script's output. */
+static int
+host_stage(const char *stage, const char *src, const char *log, char *err, size_t errsz)
+{
+	const char *argv[] = {"/bin/sh", "-c", host_sh, "sh", stage, src, NULL};
+
+	sbx_rm_tree(stage);
+	if (mkdir(stage, 0755) < 0)
+		return sbx_fail(err, errsz, -errno, "template host: %s: %s", stage,
+		                strerror(errno));
+	return sbx_vm_run(argv, log, err, errsz);
+}
+
+int
+sbx_tpl_tree(const struct sbx_template_req *req, char *root, size_t rootsz, uint64_t *key,
+             char *err, size_t errsz)
+{
+	struct sbx_template *lower = NULL;
+	const char *name, *src;
+	char dir[PATH_MAX], tmp[PATH_MAX + 64], log[PATH_MAX + 64];
+	struct stat st;
+	int rc;
+
+	if ((rc = tpl_inputs(req, &lower, &name, &src, key, err, errsz)) < 0)
+		return rc;
+	if (req->kind != SBX_TEMPLATE_HOST) {
+		rc = sbx_pathf(root, rootsz, "%s", src);
+		sbx_tpl_free(lower);
+		return rc < 0 ? sbx_fail(err, errsz, rc, "template: %s: path too long", src) : 0;
+	}
+	sbx_pathf(dir, sizeof(dir), "%s/tree", sbx_g.cache_dir);
+	if ((rc = sbx_mkdir_p(dir, 0755)) < 0) {
+		sbx_tpl_free(lower);
+		return sbx_fail(err, errsz, rc, "template: cannot create %s: %s", dir,
+		                strerror(-rc));
+	}
+	sbx_pathf(root, rootsz, "%s/host-%016llx", dir, (unsigned long long)*key);
+	if (stat(root, &st) == 0 && S_ISDIR(st.st_mode)) {
+		sbx_tpl_free(lower);
+		return 0;
+	}
+	sbx_pathf(tmp, sizeof(tmp), "%s.tmp.%d", root, (int)gettid());
+	sbx_pathf(log, sizeof(log), "%s/host.log", dir);
+	unlink(log);
+	rc = host_stage(tmp, src, log, err, errsz);
+	sbx_tpl_free(lower);
+	if (rc == 0 && rename(tmp, root) < 0 && errno != ENOTEMPTY && errno != EEXIST)
+		rc = sbx_fail(err, errsz, -errno, "template host: rename to %s: %s", root,
+		              strerror(errno));
+	sbx_rm_tree(tmp); /* lost a race to another builder: theirs wins */
+	if (rc == 0)
+		sbx_log(SBX_LOG_INFO, "template host: built the tree %s", root);
+	return rc;
+}
+
+int
+sbx_vm_tpl_ensure(const struct sbx_template_req *req, struct sbx_vm_tpl **out, char *err,
+                  size_t errsz)
+{
 	struct sbx_template *lower = NULL;
 	struct sbx_vm_tpl *t;
 	char vdir[PATH_MAX], tmp[PATH_MAX + 64], stage[PATH_MAX + 64], log[PATH_MAX + 64];
@@ -234,46 +339,9 @@ sbx_vm_tpl_ensure(const struct sbx_template_req *req, struct sbx_vm_tpl **out, c
 		return sbx_fail(err, errsz, -ENOMEM, "template: out of memory");
 	t->magic = SBX_VM_TPL_MAGIC;
 	t->kind = req->kind;
-	switch (req->kind) {
-	case SBX_TEMPLATE_DIR:
-		if ((rc = sbx_tpl_dir_check(req->dir, err, errsz)) < 0) {
-			free(t);
-			return rc;
-		}
-		name = "dir";
-		src = req->dir;
-		tree_h = sbx_vm_hash(FNV_INIT, "dir", 4);
-		if (nftw(req->dir, tree_one, 16, FTW_PHYS | FTW_MOUNT) < 0) {
-			free(t);
-			return sbx_fail(err, errsz, -errno, "template: walk %s: %s", req->dir,
-			                strerror(errno));
-		}
-		h = tree_h;
-		break;
-	case SBX_TEMPLATE_BUSYBOX:
-	case SBX_TEMPLATE_HOST:
-		name = req->kind == SBX_TEMPLATE_BUSYBOX ? "busybox" : "host";
-		if ((rc = sbx_tpl_ensure(&bb, &lower, err, errsz)) < 0) {
-			free(t);
-			return rc;
-		}
-		src = lower->lower;
-		h = sbx_vm_hash(h, name, strlen(name) + 1);
-		{
-			char p[PATH_MAX + 16];
-			sbx_pathf(p, sizeof(p), "%s/bin/busybox", src);
-			h = sbx_vm_hash_stat(h, p);
-		}
-		if (req->kind == SBX_TEMPLATE_HOST) {
-			for (size_t i = 0; i < sizeof(host_progs) / sizeof(host_progs[0]); i++)
-				h = sbx_vm_hash_stat(h, host_progs[i]);
-			/* how the image is made is part of what it is */
-			h = sbx_vm_hash(h, host_sh, sizeof(host_sh));
-		}
-		break;
-	default:
+	if ((rc = tpl_inputs(req, &lower, &name, &src, &h, err, errsz)) < 0) {
 		free(t);
-		return sbx_fail(err, errsz, -EINVAL, "template: unknown kind %d", (int)req->kind);
+		return rc;
 	}
 	sbx_pathf(vdir, sizeof(vdir), "%s/vm", sbx_g.cache_dir);
 	sbx_pathf(t->image, sizeof(t->image), "%s/%s-%016llx.erofs", vdir, name,
@@ -290,14 +358,7 @@ sbx_vm_tpl_ensure(const struct sbx_template_req *req, struct sbx_vm_tpl **out, c
 	unlink(log);
 	if (req->kind == SBX_TEMPLATE_HOST) {
 		sbx_pathf(stage, sizeof(stage), "%s/host.stage.%d", vdir, (int)gettid());
-		sbx_rm_tree(stage);
-		if (mkdir(stage, 0755) < 0) {
-			rc = sbx_fail(err, errsz, -errno, "template host: %s: %s", stage,
-			              strerror(errno));
-			goto fail;
-		}
-		const char *argv[] = {"/bin/sh", "-c", host_sh, "sh", stage, src, NULL};
-		rc = sbx_vm_run(argv, log, err, errsz);
+		rc = host_stage(stage, src, log, err, errsz);
 		if (rc < 0) {
 			sbx_rm_tree(stage);
 			goto fail;

@@ -1,4 +1,5 @@
-/* vm_img.h: vm_img.c's templates and helpers, for vm.c only. */
+/* vm_img.h: vm_img.c's templates and helpers, for vm.c (and rpc.c: the
+ * template trees). */
 #ifndef SLUICE_SBX_VM_IMG_H
 #define SLUICE_SBX_VM_IMG_H
 
@@ -14,6 +15,15 @@ struct sbx_vm_tpl {
 	enum sbx_template_kind kind;
 	char image[PATH_MAX]; /* the erofs image */
 };
+
+/* The root filesystem tree of the template req names, for a backend that
+ * hands a tree to someone else (rpc): busybox is the ns tree, dir the
+ * operator's, host a tree built once into <cache_dir>/tree/host-KEY (the
+ * busybox tree plus the host's programs, as vm's host image holds).
+ * *key: a hash of its inputs (the same as the vm image's name). 0 or
+ * -errno with err. */
+int sbx_tpl_tree(const struct sbx_template_req *req, char *root, size_t rootsz, uint64_t *key,
+                 char *err, size_t errsz);
 
 int sbx_vm_tpl_ensure(const struct sbx_template_req *req, struct sbx_vm_tpl **out, char *err,
                       size_t errsz);

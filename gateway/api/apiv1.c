@@ -1625,6 +1625,15 @@ info_pool(void *arg, const struct pool_info *p)
 			  (json_int_t)p->claims[POOL_TIER_COLD], "boots", (json_int_t)p->boots,
 			  "boot_failures", (json_int_t)p->boot_failures, "lead_ms", p->lead_ms,
 			  "rate_per_s", p->rate_per_s, "backoff_ms", (json_int_t)p->backoff_ms));
+	if (p->available != 1) {
+		/* an rpc pool whose supervisor says its engine cannot run here
+		 * (docs/backend-rpc.md), or that was not asked yet */
+		json_t *o = json_array_get(x->pools, json_array_size(x->pools) - 1);
+
+		json_object_set_new(o, "available", p->available < 0 ? json_null() : json_false());
+		if (p->unavailable_reason)
+			json_object_set_new(o, "reason", json_string(p->unavailable_reason));
+	}
 }
 
 static void

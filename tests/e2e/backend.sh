@@ -1,7 +1,11 @@
 #!/bin/bash
 # One list of exec, file and network cases, run against a pool of the
-# backend named by $1 (ns or vm): the same checks for namespaces and for
-# QEMU microVMs (TCG where KVM cannot boot a guest).
+# backend named by $1 (ns, vm or rpc): the same checks for namespaces, for
+# QEMU microVMs (TCG where KVM cannot boot a guest) and for podman
+# containers made by sluice-supervisor-podman through the rpc backend
+# (issue 22; its podman storage is private, under $E2E_TMP/sup, and
+# removed on every exit path). For rpc the supervisor is also killed:
+# sluiced must start it again and re-adopt the claims.
 #
 # The real sluiced runs in the gw namespace of net.sh with one pool of the
 # backend (host template, one lane with a forward door); an operator on
@@ -34,7 +38,7 @@
 # $E2E_SECRET.
 # shellcheck disable=SC2016 # the checks' single-quoted expressions are eval'd later
 . "$(dirname "$0")/lib.sh"
-BACKEND=${1:?usage: backend.sh ns|vm}
+BACKEND=${1:?usage: backend.sh ns|vm|rpc}
 . "$(dirname "$0")/net.sh"
 
 SOCK=$E2E_TMP/api.sock
@@ -43,8 +47,41 @@ LOG=$E2E_TMP/sluiced.log
 # shellcheck source=tests/e2e/api_lib.sh
 . "$(dirname "$0")/api_lib.sh"
 # On any exit (ctest's SIGTERM included, through lib.sh's trap, after the
-# daemon is ended): the sandboxes the daemon's log says it started.
-e2e_cleanup_extra() { end_left_sandboxes "$LOG"; }
+# daemon is ended): the sandboxes the daemon's log says it started; for
+# rpc, every container and image of the supervisor's private podman
+# storage, its mounts, the storage itself (before $E2E_TMP is kept).
+SUP=${SL_SUPERVISOR_PODMAN:-$SL_BUILD/gateway/sluice-supervisor-podman}
+SUPDIR=$E2E_TMP/sup
+PODMAN=(podman --root "$SUPDIR/storage" --runroot "$SUPDIR/run" --tmpdir "$SUPDIR/tmp"
+	--cgroup-manager cgroupfs --events-backend file)
+podman_store_cleanup() {
+	[ -d "$SUPDIR" ] || return 0
+	timeout 60 "${PODMAN[@]}" rm -af -t 0 >/dev/null 2>&1 || true
+	timeout 60 "${PODMAN[@]}" rmi -af >/dev/null 2>&1 || true
+	findmnt -rn -o TARGET | grep "^$SUPDIR/" | sort -r | while read -r m; do
+		umount -l "$m" 2>/dev/null || true
+	done
+	rm -rf "$SUPDIR"
+}
+# rpc: sluiced makes each sandbox's namespace (/run/netns/sl-rpc-ID) and
+# keeps it while the sandbox outlives it; the ids are the containers'
+# labels and the data_dir's sandbox directories.
+rpc_netns_cleanup() {
+	local id
+	for id in $(timeout 60 "${PODMAN[@]}" ps -a --format '{{index .Labels "sluice.id"}}' 2>/dev/null) \
+		$(ls "$E2E_TMP/data/sandboxes" 2>/dev/null); do
+		[[ $id =~ ^[A-Za-z0-9_.-]+$ ]] && [ -e "/run/netns/sl-rpc-$id" ] &&
+			ip netns del "sl-rpc-$id" 2>/dev/null
+	done
+	return 0
+}
+e2e_cleanup_extra() {
+	end_left_sandboxes "$LOG"
+	if [ "$BACKEND" = rpc ]; then
+		rpc_netns_cleanup
+		podman_store_cleanup
+	fi
+}
 # A start that failed says why: the daemon's log. (api.sh has its own.)
 declare -F dump_log >/dev/null ||
 	dump_log() { echo "--- the daemon's log (last 80 lines):" >&2; tail -n 80 "$LOG" >&2; }
@@ -52,6 +89,24 @@ declare -F dump_log >/dev/null ||
 if [ "$BACKEND" = vm ] && [ ! -f "$SL_BUILD/vm/vmlinux" ]; then
 	fail "the guest images are built ($SL_BUILD/vm/vmlinux): ./build.sh build makes them"
 	finish
+fi
+POOL_EXTRA=
+if [ "$BACKEND" = rpc ]; then
+	if ! command -v podman >/dev/null || ! [ -x "$SUP" ]; then
+		fail "podman is installed and $SUP built (./build.sh deps, build)"
+		finish
+	fi
+	POOL_EXTRA="supervisor: { command: [$SUP, --state-dir, $SUPDIR] }"
+	# A sandbox's cgroups are podman's (libpod-CONTAINER_ID), not named
+	# by its id: found through the container sluice-ID of the private
+	# storage, whose id is remembered (it is gone after the stop).
+	cg_dirs() {
+		local f=$E2E_TMP/cid-$1 cid
+		[ -s "$f" ] || "${PODMAN[@]}" inspect --format '{{.Id}}' "sluice-$1" >"$f" 2>/dev/null || true
+		cid=$(cat "$f" 2>/dev/null)
+		[ -n "$cid" ] || return 0
+		find /sys/fs/cgroup -maxdepth 8 -type d -name "libpod-$cid" 2>/dev/null
+	}
 fi
 
 # --- an HTTPS origin for the intercepting door -------------------------------
@@ -285,6 +340,7 @@ policies:
 pools:
   - name: p
     backend: $BACKEND
+    $POOL_EXTRA
     template: host
     lane: egress
     policy: web
@@ -379,6 +435,16 @@ if [ "$BACKEND" = vm ]; then
 	x "$A" '{"argv":["sh","-c","awk \"/MemTotal/ { print int(\\$2 / 1024) }\" /proc/meminfo"]}'
 	check "the guest has the pool's memory (256 MiB, less what the kernel keeps: $(j 'd["stdout"]' | tr -d '\n') MiB)" \
 		eval 'm=$(j "d[\"stdout\"]"); [ "$m" -gt 200 ] && [ "$m" -le 256 ]'
+elif [ "$BACKEND" = rpc ]; then
+	check "it shares the host's kernel" out_is "$(uname -r)"
+	check "it is the podman container sluice-$A of the supervisor's own storage, running" \
+		eval '[ "$("${PODMAN[@]}" inspect --format "{{.State.Running}} {{index .Config.Labels \"sluice.id\"}}" "sluice-$A")" = "true $A" ]'
+	RPID=$("${PODMAN[@]}" inspect --format '{{.State.Pid}}' "sluice-$A" 2>/dev/null || echo 0)
+	check "its first process ($RPID) is the agent, in that container's cgroup and a pid namespace of its own" \
+		eval '[ "$(cat /proc/$RPID/comm)" = sluice-agent ] && cg_pids "$A" | grep -qx "$RPID" &&
+			[ "$(readlink /proc/$RPID/ns/pid)" != "$(readlink /proc/$$/ns/pid)" ]'
+	check "it runs in the namespace sluiced made for it (sl-rpc-$A)" \
+		test "$(ip netns identify "$RPID" 2>/dev/null)" = "sl-rpc-$A"
 else
 	check "it shares the host's kernel" out_is "$(uname -r)"
 	# Guest root is an unprivileged host uid of the sandbox's own range.
@@ -849,6 +915,44 @@ check "names: ssh to the same name on a port the layer does not allow (2222): re
 	eval '[ "$(j "d[\"stdout\"]")" = rc=255 ] && [[ $(j "d[\"stderr\"]") == *"reset"* ]] || { echo "    ${B:0:400}" >&2; false; }'
 check "... its access line says not-allowed" \
 	logged "access door=names client=$A .*method=TCP host=ssh\.test port=2222 decision=deny reason=not-allowed "
+
+# --- rpc: the supervisor dies; sluiced starts it again and re-adopts -----------
+if [ "$BACKEND" = rpc ]; then
+	# sluiced's child; its comm is cut to 15 characters.
+	SUPPID=$(pgrep -P "$PID" -x sluice-supervis | head -1)
+	check "sluiced started the supervisor (pid ${SUPPID:-none})" test -n "$SUPPID"
+	mark
+	[ -z "$SUPPID" ] || kill -KILL "$SUPPID"
+	# The agents are reached directly: a claim runs commands without its
+	# supervisor. sluiced notices the death at its next call to it (here:
+	# the pool refilling after a claim), starts another (with back-off)
+	# and re-adopts every sandbox its pools hold.
+	claim unix "" '{"pool":"p"}'
+	D=$ID
+	check "a claim while the supervisor is dead: 201 (a warm one)" status 201
+	NEWSUP=
+	for _ in $(seq 300); do
+		# (the killed one may linger as a zombie until sluiced reaps it)
+		NEWSUP=$(pgrep -P "$PID" -x sluice-supervis | grep -vx "$SUPPID" | head -1 || true)
+		[ -n "$NEWSUP" ] && break
+		sleep 0.1
+	done
+	check "after the supervisor was killed (SIGKILL), sluiced started another (pid ${NEWSUP:-none})" \
+		test -n "$NEWSUP"
+	check "... which re-adopted the sandboxes (sandbox.adopt answered)" logged "sandbox\.adopt id [0-9]+: ok"
+	readopted() {
+		x "$A" '{"argv":["sha256sum","/tmp/three"]}'
+		is 'd["stdout"].split()[0]' "$SUM3"
+	}
+	check "the claim runs commands, its files are there" readopted
+	x "$A" '{"argv":["curl","-sS","-m","20","http://origin.test/"],"timeout_seconds":30}'
+	check "... and its network still works" out_is "hello from origin"
+	op GET "/v1/sandboxes/$A"
+	check "... still claimed" eval 'status 200 && is "d[\"state\"]" claimed'
+	check "the pool is warm again" wait_warm p 1 120
+	op DELETE "/v1/sandboxes/$D"
+	check "the claim made meanwhile is released" is 'd["result"]' released
+fi
 
 # --- restarts: sandboxes outlive the daemon and are adopted again ---------------
 # A clean stop (SIGTERM leaves them running), then a crash (SIGKILL).

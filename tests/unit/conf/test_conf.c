@@ -202,6 +202,46 @@ static const struct bad_case bad_cases[] = {
 	  "policies: [{ name: p }]\n"
 	  "pools: [{ name: a, lane: l, policy: p, warm: 5, warm_max: 4 }]\n",
 	  "t.yaml:3:46: pools[0].warm: warm (5) is greater than warm_max (4)" },
+	{ "rpc_no_supervisor",
+	  "lanes: [{ name: l, subnet: 10.0.0.0/24 }]\n"
+	  "policies: [{ name: p }]\n"
+	  "pools: [{ name: a, backend: rpc, lane: l, policy: p }]\n",
+	  "t.yaml:3:9: pools[0]: backend rpc needs a supervisor: {command: [PATH, ARGS...]} or {socket: PATH}" },
+	{ "rpc_both",
+	  "lanes: [{ name: l, subnet: 10.0.0.0/24 }]\n"
+	  "policies: [{ name: p }]\n"
+	  "pools: [{ name: a, backend: rpc, lane: l, policy: p, supervisor: { command: [/x], socket: /s } }]\n",
+	  "t.yaml:3:66: pools[0].supervisor: give exactly one of command and socket" },
+	{ "rpc_neither",
+	  "lanes: [{ name: l, subnet: 10.0.0.0/24 }]\n"
+	  "policies: [{ name: p }]\n"
+	  "pools: [{ name: a, backend: rpc, lane: l, policy: p, supervisor: {} }]\n",
+	  "t.yaml:3:66: pools[0].supervisor: give exactly one of command and socket" },
+	{ "rpc_relative",
+	  "lanes: [{ name: l, subnet: 10.0.0.0/24 }]\n"
+	  "policies: [{ name: p }]\n"
+	  "pools: [{ name: a, backend: rpc, lane: l, policy: p, supervisor: { command: [sup, -v] } }]\n",
+	  "t.yaml:3:78: pools[0].supervisor.command[0]: expected the supervisor's absolute path, got 'sup'" },
+	{ "rpc_empty_command",
+	  "lanes: [{ name: l, subnet: 10.0.0.0/24 }]\n"
+	  "policies: [{ name: p }]\n"
+	  "pools: [{ name: a, backend: rpc, lane: l, policy: p, supervisor: { command: [] } }]\n",
+	  "t.yaml:3:77: pools[0].supervisor.command: expected [PATH, ARGS...], got an empty list" },
+	{ "rpc_socket_relative",
+	  "lanes: [{ name: l, subnet: 10.0.0.0/24 }]\n"
+	  "policies: [{ name: p }]\n"
+	  "pools: [{ name: a, backend: rpc, lane: l, policy: p, supervisor: { socket: s.sock } }]\n",
+	  "t.yaml:3:76: pools[0].supervisor.socket: expected an absolute path of a unix socket (under 108 bytes)" },
+	{ "rpc_unknown_key",
+	  "lanes: [{ name: l, subnet: 10.0.0.0/24 }]\n"
+	  "policies: [{ name: p }]\n"
+	  "pools: [{ name: a, backend: rpc, lane: l, policy: p, supervisor: { cmd: [/x] } }]\n",
+	  "t.yaml:3:68: unknown key 'cmd' in pools[0].supervisor" },
+	{ "supervisor_not_rpc",
+	  "lanes: [{ name: l, subnet: 10.0.0.0/24 }]\n"
+	  "policies: [{ name: p }]\n"
+	  "pools: [{ name: a, lane: l, policy: p, supervisor: { socket: /s } }]\n",
+	  "t.yaml:3:52: pools[0].supervisor: only a pool with backend rpc has a supervisor" },
 	{ "ttl",
 	  "lanes: [{ name: l, subnet: 10.0.0.0/24 }]\n"
 	  "policies: [{ name: p }]\n"

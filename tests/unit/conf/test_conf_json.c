@@ -155,7 +155,10 @@ static const struct bad_case bad_cases[] = {
     {"ttl_order", P(", \"ttl\": {\"default_seconds\": 100, \"max_seconds\": 10}"),
      "pools[0].ttl.default_seconds: default_seconds (100) is greater than max_seconds (10)"},
     {"backend", P(", \"backend\": \"docker\""),
-     "pools[0].backend: expected one of ns, vm; got 'docker'"},
+     "pools[0].backend: expected one of ns, vm, rpc; got 'docker'"},
+    /* the API runs no command as root: a supervisor command is the file's */
+    {"rpc_command", P(", \"backend\": \"rpc\", \"supervisor\": {\"command\": [\"/bin/sh\"]}"),
+     "pools[0].supervisor.command: a supervisor command is set only in the configuration file (the API may name one of its commands, or a socket)"},
     {"template_relative", P(", \"template\": \"./rootfs\""),
      "pools[0].template: expected busybox, host or an absolute directory path"},
     {"template_ref", P(", \"template\": \"${env:HOME}\""),
