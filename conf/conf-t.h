@@ -281,6 +281,14 @@ enum conf_backend {
 	CONF_BACKEND_RPC, /* an external supervisor (docs/backend-rpc.md) */
 };
 
+/* How strongly a pool's sandboxes are kept apart: what the backend calls
+ * standard, or the stronger runtime an rpc supervisor's operator set up
+ * (gVisor, Kata, ...: docs/backend-rpc.md). Never downgraded. */
+enum conf_isolation {
+	CONF_ISOLATION_STANDARD = 0,
+	CONF_ISOLATION_ENHANCED,
+};
+
 enum conf_template_kind {
 	CONF_TEMPLATE_BUSYBOX = 0,
 	CONF_TEMPLATE_HOST,
@@ -307,6 +315,7 @@ struct conf_pool {
 	char **supervisor_argv;         /* command: [PATH, ARGS...], PATH absolute */
 	size_t supervisor_argc;
 	char *supervisor_socket;        /* socket: an absolute unix socket path */
+	enum conf_isolation isolation;  /* enhanced: backend rpc only */
 	struct conf_pos pos;
 };
 

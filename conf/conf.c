@@ -1612,6 +1612,11 @@ load_supervisor(struct ctx *x, const struct cy_node *it, const char *p, struct c
 	size_t k;
 
 	cs_pathf(q, p, ".supervisor");
+	/* Its own keys first (an unknown key says enough), whatever the
+	 * backend. */
+	k = x->errors;
+	if (sv && !cs_is_null(sv) && (!cs_expect_map(x, sv, q, skeys) || x->errors != k))
+		return;
 	if (po->backend != CONF_BACKEND_RPC) {
 		if (sv)
 			cs_err_at(x, sv, "%s: only a pool with backend rpc has a supervisor", q);
@@ -1622,9 +1627,6 @@ load_supervisor(struct ctx *x, const struct cy_node *it, const char *p, struct c
 			  "or {socket: PATH}", p);
 		return;
 	}
-	k = x->errors;
-	if (!cs_expect_map(x, sv, q, skeys) || x->errors != k)
-		return; /* an unknown key said enough */
 	cmd = cs_map_get(sv, "command");
 	sock = cs_map_get(sv, "socket");
 	if ((cmd != NULL) == (sock != NULL)) {
@@ -1683,10 +1685,11 @@ static void
 load_pools(struct ctx *x, const struct cy_node *n)
 {
 	static const char *const keys[] = { "name", "backend", "template", "lane", "policy", "warm",
-					    "warm_max", "limits", "ttl", "supervisor", NULL };
+					    "warm_max", "limits", "ttl", "supervisor", "isolation", NULL };
 	static const char *const lkeys[] = { "memory_mb", "cpus", "pids", NULL };
 	static const char *const tkeys[] = { "default_seconds", "max_seconds", NULL };
 	static const char *const backends[] = { "ns", "vm", "rpc", NULL };
+	static const char *const isolations[] = { "standard", "enhanced", NULL };
 	struct conf *c = x->c;
 	size_t cnt;
 
@@ -1719,6 +1722,15 @@ load_pools(struct ctx *x, const struct cy_node *n)
 		if (cs_get_enum(x, cs_map_get(it, "backend"), (cs_pathf(q, p, ".backend"), q), backends, &v))
 			po->backend = (enum conf_backend)v;
 		load_supervisor(x, it, p, po);
+		if (cs_get_enum(x, cs_map_get(it, "isolation"), (cs_pathf(q, p, ".isolation"), q),
+				isolations, &v)) {
+			po->isolation = (enum conf_isolation)v;
+			if (po->isolation == CONF_ISOLATION_ENHANCED && po->backend != CONF_BACKEND_RPC)
+				cs_err_at(x, cs_map_get(it, "isolation"),
+					  "%s: enhanced isolation is an rpc supervisor's (its operator's "
+					  "runtime); backend %s has one level",
+					  q, po->backend == CONF_BACKEND_VM ? "vm" : "ns");
+		}
 		tp = cs_map_get(it, "template");
 		if (cs_get_str(x, tp, (cs_pathf(q, p, ".template"), q), &po->template_dir)) {
 			if (strcmp(po->template_dir, "busybox") == 0) {

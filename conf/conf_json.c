@@ -574,6 +574,9 @@ conf_pools_to_json(const struct conf *c)
 				json_object_set(sv, "command", argv);
 			json_decref(argv);
 			json_object_set_new(o, "supervisor", sv);
+			json_object_set_new(o, "isolation",
+					    json_string(po->isolation == CONF_ISOLATION_ENHANCED
+							? "enhanced" : "standard"));
 		}
 		if (!o || json_array_append_new(list, o) < 0) {
 			json_decref(list);

@@ -15,7 +15,7 @@ pool_boot_same(const struct conf_pool *a, const struct conf_pool *b)
 	       (a->template_kind != CONF_TEMPLATE_DIR ||
 		strcmp(a->template_dir, b->template_dir) == 0) &&
 	       strcmp(a->lane, b->lane) == 0 && a->memory_mb == b->memory_mb &&
-	       a->cpus_milli == b->cpus_milli && a->pids == b->pids && pool_rpc_same(a, b);
+	       a->cpus_milli == b->cpus_milli && a->pids == b->pids && a->isolation == b->isolation && pool_rpc_same(a, b);
 }
 
 static const struct conf_pool *

@@ -44,6 +44,7 @@ struct boot_params {
 	char lane[64];
 	struct sbx_limits limits;
 	const struct sbx_backend *be;   /* rpc: its supervisor's instance */
+	enum sbx_isolation isolation;
 };
 
 struct pstate;
@@ -286,6 +287,8 @@ bp_fill(struct boot_params *bp, const struct conf_pool *cp)
 {
 	memset(bp, 0, sizeof(*bp));
 	bp->backend = cp->backend;
+	bp->isolation = cp->isolation == CONF_ISOLATION_ENHANCED ? SBX_ISOLATION_ENHANCED
+								  : SBX_ISOLATION_STANDARD;
 	bp->tkind = cp->template_kind;
 	if (cp->template_dir)
 		snprintf(bp->tdir, sizeof(bp->tdir), "%s", cp->template_dir);
@@ -697,6 +700,7 @@ boot_one(struct pool_mgr *m, struct pool_sbx *s, char *err, size_t errsz)
 	s->attached = true;
 	spec.id = s->id;
 	spec.limits = s->bp.limits;
+	spec.isolation = s->bp.isolation;
 	for (size_t i = 0; i < s->net.nenv; i++)
 		env[i] = s->net.env[i];
 	spec.env = env;

@@ -417,8 +417,9 @@ start_params(const struct sbx *s, const struct rpc_tpl *t, const struct sbx_spec
 	for (size_t i = 0; env && i < spec->nenv; i++)
 		json_array_append_new(env, json_string(spec->env[i]));
 	p = json_pack("{s:s, s:s, s:s, s:{s:i, s:i, s:i}, s:o, s:o, s:s, s:s, s:[s, s, s]}", "id",
-	              spec->id, "ref", t->ref, "isolation", "standard", "limits", "memory_mb",
-	              (int)spec->limits.memory_mb, "cpus_milli", (int)spec->limits.cpus_milli,
+	              spec->id, "ref", t->ref, "isolation",
+	              spec->isolation == SBX_ISOLATION_ENHANCED ? "enhanced" : "standard",
+	              "limits", "memory_mb", (int)spec->limits.memory_mb, "cpus_milli", (int)spec->limits.cpus_milli,
 	              "pids", (int)spec->limits.pids, "mounts", mounts, "env", env, "cwd",
 	              spec->cwd ? spec->cwd : "/", "hostname", host, "command", cmd0, "--listen",
 	              RUN_GUEST "/agent.sock");

@@ -123,6 +123,15 @@ struct sbx_net {
 	uint32_t mtu;            /* 0: the default */
 };
 
+/* How strongly the sandbox is kept apart from the host and the others.
+ * ENHANCED is the stronger runtime an rpc supervisor's operator set up
+ * (gVisor, Kata, ...); a backend that has no such level refuses it
+ * (-ENOTSUP), and none downgrades it. */
+enum sbx_isolation {
+	SBX_ISOLATION_STANDARD = 0,
+	SBX_ISOLATION_ENHANCED,
+};
+
 /* Everything that makes one sandbox. Borrowed by sbx_start() for the call
  * only. Arrays may be NULL when their count is 0. */
 struct sbx_spec {
@@ -144,6 +153,7 @@ struct sbx_spec {
 	 * is the sandbox's own, and the CA variables of every exec (see
 	 * docs/sandboxes.md, "Trusting sluice's CA"). Needs the agent. */
 	const char *ca_pem;
+	enum sbx_isolation isolation;
 };
 
 #define SBX_CA_MAX (16u * 1024)

@@ -242,6 +242,17 @@ static const struct bad_case bad_cases[] = {
 	  "policies: [{ name: p }]\n"
 	  "pools: [{ name: a, lane: l, policy: p, supervisor: { socket: /s } }]\n",
 	  "t.yaml:3:52: pools[0].supervisor: only a pool with backend rpc has a supervisor" },
+	{ "isolation_enhanced_not_rpc",
+	  "lanes: [{ name: l, subnet: 10.0.0.0/24 }]\n"
+	  "policies: [{ name: p }]\n"
+	  "pools: [{ name: a, backend: vm, lane: l, policy: p, isolation: enhanced }]\n",
+	  "t.yaml:3:64: pools[0].isolation: enhanced isolation is an rpc supervisor's (its "
+	  "operator's runtime); backend vm has one level" },
+	{ "isolation_unknown",
+	  "lanes: [{ name: l, subnet: 10.0.0.0/24 }]\n"
+	  "policies: [{ name: p }]\n"
+	  "pools: [{ name: a, lane: l, policy: p, isolation: strong }]\n",
+	  "t.yaml:3:51: pools[0].isolation: expected one of standard, enhanced; got 'strong'" },
 	{ "ttl",
 	  "lanes: [{ name: l, subnet: 10.0.0.0/24 }]\n"
 	  "policies: [{ name: p }]\n"
