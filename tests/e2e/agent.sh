@@ -37,11 +37,22 @@ rc=$?
 set -e
 check "sluice-agent with no stream exits 2" test "$rc" = 2
 set +e
-"$AGENT" --listen "$E2E_TMP/agent.sock" >/dev/null 2>&1
+"$AGENT" --listen >/dev/null 2>&1
 rc=$?
 set -e
-check "sluice-agent --listen without --fd exits 2" test "$rc" = 2
-check "... and made no socket" test ! -e "$E2E_TMP/agent.sock"
+check "sluice-agent --listen without a path exits 2" test "$rc" = 2
+# --listen PATH alone (a container's PID 1, the rpc backend): no stream
+# yet, it waits on PATH for its first host.
+"$AGENT" --listen "$E2E_TMP/agent.sock" >/dev/null 2>&1 &
+apid=$!
+track "$apid"
+for _ in $(seq 100); do [ -S "$E2E_TMP/agent.sock" ] && break; sleep 0.05; done
+check "sluice-agent --listen PATH alone waits for its first host on PATH" \
+	eval '[ -S "$E2E_TMP/agent.sock" ] && kill -0 "$apid"'
+check "... a socket only its owner may use (0600)" \
+	test "$(stat -c %a "$E2E_TMP/agent.sock" 2>/dev/null)" = 600
+kill -TERM "$apid" 2>/dev/null || true
+wait "$apid" 2>/dev/null || true
 
 mkdir -p "$E2E_TMP/work"
 rc=0
