@@ -118,6 +118,12 @@ fw_log_parse(const void *buf, size_t len, fw_log_cb cb, void *arg)
 			continue;
 		if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), payload_cb, &payload) < 0)
 			continue; /* an attribute overruns the message */
+		/* libmnl lets attributes run to the message's aligned end, which
+		 * a last message with no padding after it does not have: the
+		 * payload must end within nlmsg_len. */
+		if (payload && (const uint8_t *)payload + payload->nla_len >
+		                   (const uint8_t *)nlh + nlh->nlmsg_len)
+			continue;
 		if (!payload || !parse_ip4(mnl_attr_get_payload(payload),
 		                           mnl_attr_get_payload_len(payload), &r))
 			continue;

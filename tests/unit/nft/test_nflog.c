@@ -174,6 +174,36 @@ test_bad_attr(void **state)
 	assert_int_equal(parse(&b, b.len, &s), 1);
 }
 
+/* The last message, its length not a multiple of 4 and no padding after
+ * it in what was read, with a payload attribute that claims the padding
+ * too: libmnl would let it run to the aligned end, past the bytes read.
+ * The record is skipped (the fuzzer found the overread). */
+static void
+test_attr_in_missing_padding(void **state)
+{
+	static const uint8_t echo[2] = {8, 0};
+	uint8_t pkt[64];
+	struct buf b = {.len = 0};
+	struct nlmsghdr *nlh = (struct nlmsghdr *)b.b;
+	struct nlattr *a;
+	struct seen s;
+	size_t n = ip4(pkt, 5, IPPROTO_ICMP, 0, echo, sizeof(echo)); /* 22 bytes */
+
+	(void)state;
+	put_rec(&b, pkt, n);
+	a = (struct nlattr *)(b.b + b.len - NLMSG_ALIGN(NLA_HDRLEN + n));
+	assert_int_equal(a->nla_type & NLA_TYPE_MASK, NFULA_PAYLOAD);
+	/* the message ends where the payload's bytes do, as a kernel's may */
+	nlh->nlmsg_len -= (uint32_t)(NLMSG_ALIGN(a->nla_len) - a->nla_len);
+	assert_true(nlh->nlmsg_len % 4 != 0);
+	assert_int_equal(parse(&b, nlh->nlmsg_len, &s), 1); /* so far: one ICMP record */
+	/* the attribute claims the padding the read does not have */
+	a->nla_len = (uint16_t)NLMSG_ALIGN(a->nla_len);
+	/* what was read ends at nlmsg_len: no padding */
+	assert_int_equal(parse(&b, nlh->nlmsg_len, &s), 0);
+	assert_int_equal(s.n, 0);
+}
+
 /* Two records cut at every offset: whole messages only, never a record
  * from a cut one, and -EPROTO for a cut that is not between messages. */
 static void
@@ -300,6 +330,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bad_records), cmocka_unit_test(test_bad_attr),
+	    cmocka_unit_test(test_attr_in_missing_padding),
 	    cmocka_unit_test(test_every_split), cmocka_unit_test(test_protocols),
 	    cmocka_unit_test(test_kernel), /* last: it unshares */
 	};
