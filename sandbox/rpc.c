@@ -302,6 +302,7 @@ rpc_caps(const struct sbx_backend *b, struct sbx_caps *c)
 	c->network = true;
 	c->mounts = true;
 	c->files = true;
+	c->isolation_enhanced = true;
 }
 
 /* Under be->mu: refuses when the supervisor says its engine cannot run. */

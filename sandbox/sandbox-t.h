@@ -61,6 +61,8 @@ struct sbx_caps {
 	bool files;   /* honours sbx_spec.files */
 	bool park;    /* sbx_park(): paused to near-zero CPU, resumed in
 	                 milliseconds (warm pools hold parked sandboxes) */
+	bool isolation_enhanced; /* takes SBX_ISOLATION_ENHANCED (whether the
+	                            runtime is there is the engine's to say) */
 };
 
 /* Which environment to prepare. A template has no secrets and no user

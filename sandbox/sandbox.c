@@ -372,12 +372,16 @@ sbx_start(const struct sbx_backend *b, const struct sbx_template *t, const struc
 		return sbx_fail(err, errsz, -EINVAL, "start: no template");
 	if ((rc = sbx_spec_validate(spec, err, errsz)) < 0)
 		return rc;
-	/* Only a supervisor's operator sets up a stronger runtime; nothing
-	 * else may pretend to one. */
-	if (spec->isolation != SBX_ISOLATION_STANDARD && strcmp(b->ops->name, "rpc") != 0)
-		return sbx_fail(err, errsz, -ENOTSUP,
-				"start: backend %s has no enhanced isolation (an rpc supervisor's)",
-				b->ops->name);
+	/* A backend without a stronger runtime may not pretend to one. */
+	if (spec->isolation != SBX_ISOLATION_STANDARD) {
+		struct sbx_caps c;
+
+		sbx_caps(b, &c);
+		if (!c.isolation_enhanced)
+			return sbx_fail(err, errsz, -ENOTSUP,
+					"start: backend %s has no enhanced isolation (an rpc "
+					"supervisor's)", b->ops->name);
+	}
 	rc = b->ops->start(t, spec, out, err, errsz);
 	if (rc == 0)
 		((struct sbx_head *)(void *)*out)->backend = b;

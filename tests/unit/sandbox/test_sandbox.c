@@ -164,6 +164,28 @@ test_spec_bad(void **st)
 	expect_bad(&s, "kind");
 }
 
+/* Enhanced isolation from a backend that has none (ns): refused before
+ * anything is touched (the template is never looked at), not downgraded;
+ * rpc says it takes it. */
+static void
+test_isolation_refused(void **st)
+{
+	struct sbx_spec s = {.id = "sbx-iso", .isolation = SBX_ISOLATION_ENHANCED};
+	const struct sbx_backend *ns = sbx_backend_get("ns");
+	struct sbx_caps c;
+	struct sbx *out = (struct sbx *)&s;
+	char err[256] = "";
+
+	(void)st;
+	assert_non_null(ns);
+	sbx_caps(ns, &c);
+	assert_false(c.isolation_enhanced);
+	assert_int_equal(sbx_start(ns, (const struct sbx_template *)&s, &s, &out, err, sizeof(err)),
+			 -ENOTSUP);
+	assert_null(out);
+	assert_non_null(strstr(err, "no enhanced isolation"));
+}
+
 static void
 test_spec_good(void **st)
 {
@@ -772,6 +794,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_spec_bad),     cmocka_unit_test(test_spec_good),
+	    cmocka_unit_test(test_isolation_refused),
 	    cmocka_unit_test(test_cg_detect),    cmocka_unit_test(test_cg_self),
 	    cmocka_unit_test(test_cg_values),    cmocka_unit_test(test_cg_path),         cmocka_unit_test(test_seccomp),
 	    cmocka_unit_test(test_registry),     cmocka_unit_test(test_stat_starttime),
