@@ -21,11 +21,7 @@ struct sbx_agent_conn;
 
 /* ---- apiv1.c ---------------------------------------------------------- */
 
-/* Borrows the claim's agent (0), or answers why not (-errno). Give it
- * back with gw_apiv1_unuse(). */
-int gw_apiv1_use(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info *i,
-		 struct pool_use *u);
-void gw_apiv1_unuse(struct gw_apiv1 *v, struct pool_use *u);
+/* Borrowing the claim's agent: gw_apiv1_use() and gw_apiv1_put() (apiv1.h). */
 /* Runs the agent connection until *done (see drive() in apiv1.c). */
 int gw_apiv1_drive(struct sbx_agent_conn *c, int client, bool *done, void (*pump)(void *),
 		   void *parg);

@@ -1514,13 +1514,7 @@ h_files_put(struct gw_api_req *r, const struct gw_api_req_info *i, void *arg)
 	gw_api_reply_json(r, 201, json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)s.up.bytes));
 }
 
-/* For files_tree.c (apiv1-int.h; gw_apiv1_use() is apiv1.h's). */
-void
-gw_apiv1_unuse(struct gw_apiv1 *v, struct pool_use *u)
-{
-	gw_apiv1_put(v, u);
-}
-
+/* For files_tree.c (apiv1-int.h). */
 int
 gw_apiv1_drive(struct sbx_agent_conn *c, int client, bool *done, void (*pump)(void *), void *parg)
 {

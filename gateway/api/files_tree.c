@@ -95,7 +95,7 @@ tree_get(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info 
 	s.call = req ? sbx_agent_call_start(u.agent, req, &o, tread_cb, &s, &rc) : NULL;
 	json_decref(req);
 	if (!s.call) {
-		gw_apiv1_unuse(v, &u);
+		gw_apiv1_put(v, &u);
 		if (!req)
 			gw_api_reply_error(r, 400, "bad-request", "path: not UTF-8");
 		else
@@ -106,7 +106,7 @@ tree_get(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info 
 	rc = gw_apiv1_drive(u.agent, gw_api_req_fd(r), &s.done, NULL, NULL);
 	if (rc < 0 && !s.done && s.call)
 		sbx_agent_call_cancel(s.call);
-	gw_apiv1_unuse(v, &u);
+	gw_apiv1_put(v, &u);
 	json_decref(s.result);
 	if (rc == -ECONNRESET)
 		return;
@@ -148,7 +148,7 @@ stat_get(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info 
 	req = sbx_agent_req_stat(path);
 	rc = req ? sbx_agent_op_sync(u.agent, req, 30000, &st, err, sizeof(err)) : -EINVAL;
 	json_decref(req);
-	gw_apiv1_unuse(v, &u);
+	gw_apiv1_put(v, &u);
 	if (rc < 0) {
 		gw_apiv1_reply_agent_error(r, -rc, !req ? "path is not UTF-8" : err);
 		return;
@@ -259,7 +259,7 @@ tree_put(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info 
 	s.call = s.up.buf && req ? sbx_agent_call_start(u.agent, req, &o, twrite_cb, &s, &rc) : NULL;
 	json_decref(req);
 	if (!s.call) {
-		gw_apiv1_unuse(v, &u);
+		gw_apiv1_put(v, &u);
 		free(s.up.buf);
 		if (!req)
 			gw_api_reply_error(r, 400, "bad-request", "path: not UTF-8");
@@ -271,7 +271,7 @@ tree_put(struct gw_apiv1 *v, struct gw_api_req *r, const struct gw_api_req_info 
 	rc = gw_apiv1_drive(u.agent, -1, &s.done, twrite_pump, &s);
 	if (rc < 0 && !s.done && s.call)
 		sbx_agent_call_cancel(s.call);
-	gw_apiv1_unuse(v, &u);
+	gw_apiv1_put(v, &u);
 	free(s.up.buf);
 	if (rc < 0 && !s.done) {
 		s.failed = true;
